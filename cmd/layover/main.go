@@ -1,0 +1,38 @@
+// Command layover makes automation survive provider quotas. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/layoverhq/layover/internal/cli"
+)
+
+func main() {
+	if cli.IsDemoGH(os.Args, os.Getenv) {
+		os.Exit(cli.DemoGH(os.Args[1:]))
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	host, _ := os.Hostname()
+	exe, _ := os.Executable()
+	env := &cli.Env{
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Getenv:     os.Getenv,
+		Environ:    os.Environ(),
+		Signals:    sigs,
+		Hostname:   host,
+		Terminal:   isTerminal(os.Stderr),
+		Executable: exe,
+	}
+	os.Exit(cli.Main(context.Background(), env, os.Args[1:]))
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

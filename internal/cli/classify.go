@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"math"
+	"os"
+
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/github"
+)
+
+// ClassifyOptions are the flags of layover classify.
+type ClassifyOptions struct {
+	Provider string
+	HTTP     string
+	Exit     int
+	HasExit  bool
+	Stderr   string
+	Stdout   string
+}
+
+// maxInput bounds what classify reads from one file.
+const maxInput = 16 << 20
+
+func runClassify(ctx context.Context, env *Env, args []string) error {
+	var opts ClassifyOptions
+	fs := newFlagSet("classify", "classify --provider github (--http FILE | --exit N [--stderr FILE] [--stdout FILE])")
+	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github")
+	fs.StringVar(&opts.HTTP, "http", "", "a raw HTTP response as `curl -i` prints it (- for stdin)")
+	exit := fs.Int("exit", -1, "exit code of a failed command")
+	fs.StringVar(&opts.Stderr, "stderr", "", "the command's stderr (- for stdin)")
+	fs.StringVar(&opts.Stdout, "stdout", "", "the command's stdout (- for stdin)")
+	if err := fs.parseNoArgs(env, args); err != nil {
+		return err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "exit" {
+			opts.HasExit = true
+		}
+	})
+	opts.Exit = *exit
+	return opts.run(env)
+}
+
+type classifyJSON struct {
+	Class       provider.Class `json:"class"`
+	Provider    string         `json:"provider"`
+	Resource    any            `json:"resource"`
+	ResetAt     any            `json:"reset_at"`
+	RetryAfterS any            `json:"retry_after_s"`
+	Remaining   any            `json:"remaining"`
+	Limit       any            `json:"limit"`
+	Reason      string         `json:"reason"`
+}
+
+func (o *ClassifyOptions) run(env *Env) error {
+	switch o.Provider {
+	case "":
+		return usageErr("classify: --provider is required (known: github)")
+	case "github":
+	default:
+		return usageErr("classify: unknown provider %q (known: github)", o.Provider)
+	}
+	if (o.HTTP != "") == o.HasExit {
+		return usageErr("classify: give exactly one of --http FILE or --exit N")
+	}
+	if o.HTTP == "" && (o.Exit < 0 || o.Exit > 255) {
+		return usageErr("classify: --exit must be 0..255")
+	}
+	if o.HTTP != "" && (o.Stderr != "" || o.Stdout != "") {
+		return usageErr("classify: --stderr and --stdout go with --exit, not --http")
+	}
+	if o.Stderr == "-" && o.Stdout == "-" {
+		return usageErr("classify: only one of --stderr and --stdout can read stdin")
+	}
+	now := env.Clock.Now()
+	var out provider.Outcome
+	if o.HTTP != "" {
+		raw, err := readInput(env, o.HTTP)
+		if err != nil {
+			return err
+		}
+		resp, body, err := provider.ParseRawHTTP(raw)
+		if err != nil {
+			return usageErr("classify: %s: %v", o.HTTP, err)
+		}
+		out = github.ClassifyHTTP(resp, body, now)
+	} else {
+		var stdout, stderr []byte
+		var err error
+		if o.Stdout != "" {
+			if stdout, err = readInput(env, o.Stdout); err != nil {
+				return err
+			}
+		}
+		if o.Stderr != "" {
+			if stderr, err = readInput(env, o.Stderr); err != nil {
+				return err
+			}
+		}
+		out = github.ClassifyCLI(o.Exit, stdout, stderr, now)
+	}
+	return json.NewEncoder(env.Stdout).Encode(outcomeJSON(out))
+}
+
+func outcomeJSON(out provider.Outcome) classifyJSON {
+	j := classifyJSON{Class: out.Class, Provider: out.Provider, ResetAt: jsonTime(out.ResetAt),
+		Remaining: known(out.Remaining), Limit: known(out.Limit), Reason: out.Reason}
+	if out.Resource != "" {
+		j.Resource = out.Resource
+	}
+	if out.RetryAfter >= 0 {
+		j.RetryAfterS = int64(math.Ceil(out.RetryAfter.Seconds()))
+	}
+	return j
+}
+
+// readInput reads a file, or stdin for "-", up to maxInput bytes. A file
+// that cannot be read is a usage error.
+func readInput(env *Env, name string) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = env.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageErr("classify: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, usageErr("classify: read %s: %v", name, err)
+	}
+	if len(data) > maxInput {
+		return nil, usageErr("classify: %s is larger than %d MiB", name, maxInput>>20)
+	}
+	return data, nil
+}

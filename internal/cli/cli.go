@@ -1,0 +1,176 @@
+// Package cli is layover's command line. Each command lives in its own file
+// with an Options struct and a run function; Main dispatches. Everything a
+// command touches of the outside world (streams, environment, clock, random
+// source, signals) comes in through Env, so tests run commands in process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/quota"
+)
+
+// Exit codes of DESIGN.md.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1   // a layover operation failed
+	ExitUsage       = 2   // usage or input error
+	ExitDeferred    = 6   // deferred: a receipt is the last stdout line
+	ExitCapExceeded = 75  // run did not start: the wait would pass the cap
+	ExitInternal    = 125 // layover itself failed
+	ExitCannotExec  = 126
+	ExitNotFound    = 127
+	ExitSIGINT      = 130
+	ExitSIGTERM     = 143
+)
+
+// Env is the outside world as a command sees it.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// Environ is the environment handed to child processes.
+	Environ []string
+	Clock   clock.Clock
+	Rand    quota.Rand
+	// Signals delivers SIGINT and SIGTERM; nil means none arrive.
+	Signals <-chan os.Signal
+	// Hostname names this machine in observations and waiter records.
+	Hostname string
+	// Terminal reports whether Stderr is a terminal (live countdowns).
+	Terminal bool
+	// Executable is the path of the running layover binary (for demo).
+	Executable string
+}
+
+// exitError carries an exit code and a one-line message to Main.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+func failErr(format string, a ...any) error {
+	return &exitError{code: ExitFailed, msg: fmt.Sprintf(format, a...)}
+}
+
+func internalErr(format string, a ...any) error {
+	return &exitError{code: ExitInternal, msg: fmt.Sprintf(format, a...)}
+}
+
+// exitCode ends a command with a code and no message of layover's own.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"pass", "admit a scheduled pass only while its quota has room, else skip quietly", runPass},
+		{"run", "run a command; wait out quota exhaustion instead of failing", runRun},
+		{"status", "show quota waits, waiting commands and the last state of every quota", runStatus},
+		{"activity", "show the activity log", runActivity},
+		{"classify", "classify a provider response or a failed command's output", runClassify},
+		{"demo", "show layover against an embedded fake GitHub in under a minute", runDemo},
+	}
+}
+
+const usageHead = `layover makes automation survive provider quotas.
+
+Usage: layover <command> [flags] [-- CMD [ARGS...]]
+
+Commands:
+`
+
+func usage(w io.Writer) {
+	io.WriteString(w, usageHead)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	io.WriteString(w, "\nRun 'layover <command> -h' for a command's flags.\n")
+}
+
+// Main runs layover with args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, env *Env, args []string) int {
+	if env.Clock == nil {
+		env.Clock = clock.Real{}
+	}
+	if env.Rand == nil {
+		env.Rand = quota.NewRand()
+	}
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "help" {
+		usage(env.Stdout)
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return finish(env, c.run(ctx, env, args[1:]))
+		}
+	}
+	fmt.Fprintf(env.Stderr, "layover: unknown command %q (run 'layover help')\n", name)
+	return ExitUsage
+}
+
+func finish(env *Env, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(env.Stderr, "layover: %s\n", oneLine(ee.msg))
+		}
+		return ee.code
+	}
+	fmt.Fprintf(env.Stderr, "layover: %s\n", oneLine(err.Error()))
+	return ExitInternal
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// humanTime renders t for people: local date and time with the zone.
+func humanTime(t time.Time) string {
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+// jsonTime renders t as RFC 3339 UTC, or nil for the zero time.
+func jsonTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/quota"
+)
+
+// flagSet is a flag.FlagSet that reports errors as usage errors instead of
+// printing.
+type flagSet struct {
+	*flag.FlagSet
+	synopsis string
+}
+
+func newFlagSet(name, synopsis string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &flagSet{FlagSet: fs, synopsis: synopsis}
+}
+
+// errHelp is returned when -h was asked for; the usage was printed.
+var errHelp = exitCode(ExitOK)
+
+// parse parses args; -h prints the command's usage to stdout.
+func (fs *flagSet) parse(env *Env, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(env.Stdout, "Usage: layover %s\n\nFlags:\n", fs.synopsis)
+		fs.SetOutput(env.Stdout)
+		fs.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usageErr("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+// parseWithCommand parses flags up to "--" and returns what follows it,
+// which must be a non-empty command.
+func (fs *flagSet) parseWithCommand(env *Env, args []string) ([]string, error) {
+	i := indexOf(args, "--")
+	if i < 0 {
+		if err := fs.parse(env, args); err != nil {
+			return nil, err
+		}
+		return nil, usageErr("%s: missing -- before the command (layover %s)", fs.Name(), fs.synopsis)
+	}
+	if err := fs.parse(env, args[:i]); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr("%s: unexpected argument %q before --", fs.Name(), fs.Arg(0))
+	}
+	cmd := args[i+1:]
+	if len(cmd) == 0 {
+		return nil, usageErr("%s: no command after --", fs.Name())
+	}
+	return cmd, nil
+}
+
+// parseNoArgs parses flags and refuses positional arguments.
+func (fs *flagSet) parseNoArgs(env *Env, args []string) error {
+	if err := fs.parse(env, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func indexOf(args []string, s string) int {
+	for i, a := range args {
+		if a == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// policyFlags registers DESIGN.md's policy flags on fs, defaulting to p.
+func policyFlags(fs *flagSet, p *quota.Policy) {
+	fs.Var(&p.Reserve, "reserve", "units kept for running commands: `N` or RESOURCE=N, repeatable (default min(500, 10% of the limit))")
+	fs.DurationVar(&p.ResetMargin, "reset-margin", p.ResetMargin, "wait this long past a known reset")
+	fs.DurationVar(&p.Jitter, "jitter", p.Jitter, "add a uniform random 0..jitter to every reset wait")
+	fs.DurationVar(&p.MaxTotalWait, "max-total-wait", p.MaxTotalWait, "cap on one command's total waiting; a wait past it is not started")
+	fs.DurationVar(&p.SecondaryWait, "secondary-wait", p.SecondaryWait, "wait after a secondary limit that states no retry-after")
+	fs.IntVar(&p.SecondaryRetries, "secondary-retries", p.SecondaryRetries, "runs again after secondary limits before failing")
+	fs.DurationVar(&p.UnknownReset, "unknown-reset", p.UnknownReset, "assume an unknown reset is this far ahead, then check again")
+}
+
+// quotaSpecs is the repeatable --quota flag: PROVIDER[:RESOURCE].
+type quotaSpecs []quotaSpec
+
+type quotaSpec struct {
+	Provider string
+	Resource string // "" means the provider's default resources
+}
+
+func (q *quotaSpecs) String() string {
+	var parts []string
+	for _, s := range *q {
+		if s.Resource == "" {
+			parts = append(parts, s.Provider)
+		} else {
+			parts = append(parts, s.Provider+":"+s.Resource)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (q *quotaSpecs) Set(v string) error {
+	prov, res, hasRes := strings.Cut(strings.TrimSpace(v), ":")
+	if prov != "github" {
+		return fmt.Errorf("unknown quota provider %q (known: github)", prov)
+	}
+	if hasRes && !validResource(res) {
+		return fmt.Errorf("quota %q: resource must be a name like core, graphql or search", v)
+	}
+	*q = append(*q, quotaSpec{Provider: prov, Resource: res})
+	return nil
+}
+
+func validResource(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// githubResources lists the resources the specs name; plain "github" is core
+// and graphql. No spec at all means plain github.
+func (q quotaSpecs) githubResources() []string {
+	if len(q) == 0 {
+		return []string{"core", "graphql"}
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(r string) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	for _, s := range q {
+		if s.Resource == "" {
+			add("core")
+			add("graphql")
+		} else {
+			add(s.Resource)
+		}
+	}
+	return out
+}
+
+// humanDuration renders d rounded to the second, e.g. "47m12s".
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d <= 0 {
+		return "0s"
+	}
+	return d.String()
+}

@@ -1,0 +1,148 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/layoverhq/layover/internal/fake"
+)
+
+// A pass during a Quota wait: skipped with exit 0, nothing on stdout, the
+// command never runs, /rate_limit is not asked once the ledger says skip,
+// and three passes leave one activity line.
+func TestPassSkippedDuringQuotaWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	reset := nextSecond(time.Hour)
+	b.gh.SetQuota(testToken, "core", 0, reset)
+	marker := filepath.Join(b.dir, "ran")
+
+	for i := 0; i < 3; i++ {
+		r := b.layover("pass", "--", "sh", "-c", "touch "+marker)
+		if r.code != 0 || r.stdout != "" {
+			t.Fatalf("pass %d: code %d stdout %q stderr %q; want a quiet exit 0", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the pass's command ran during a Quota wait")
+	}
+	if n := b.gh.Calls("/rate_limit"); n != 1 {
+		t.Errorf("/rate_limit asked %d times; want 1 (later passes skip on the ledger)", n)
+	}
+	act := b.layover("activity", "--json")
+	var lines []struct{ Kind, Line string }
+	if err := json.Unmarshal([]byte(act.stdout), &lines); err != nil {
+		t.Fatalf("activity --json: %v\n%s", err, act.stdout)
+	}
+	if len(lines) != 1 {
+		t.Fatalf("activity has %d lines, want 1: %+v", len(lines), lines)
+	}
+	want := "skipped: GitHub (" + strings.TrimPrefix(b.base, "http://") + ") Quota wait until "
+	if !strings.HasPrefix(lines[0].Line, "skipped: ") || !strings.Contains(lines[0].Line, "Quota wait until") ||
+		!strings.Contains(lines[0].Line, "(core: 0 left)") {
+		t.Errorf("activity line %q; want like %q ... (core: 0 left)", lines[0].Line, want)
+	}
+}
+
+// A pass below the reserve skips too, and says so once.
+func TestPassSkippedBelowReserve(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.gh.SetQuota(testToken, "graphql", 120, nextSecond(30*time.Minute))
+	marker := filepath.Join(b.dir, "ran")
+	for i := 0; i < 2; i++ {
+		if r := b.layover("pass", "--", "sh", "-c", "touch "+marker); r.code != 0 || r.stdout != "" {
+			t.Fatalf("code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("ran below the reserve of 500")
+	}
+	act := b.layover("activity")
+	if n := strings.Count(act.stdout, "skipped:"); n != 1 || !strings.Contains(act.stdout, "(graphql: 120 left)") {
+		t.Fatalf("activity:\n%s\nwant one skip line naming graphql: 120 left", act.stdout)
+	}
+	// A lower reserve admits the same pass; its command's code passes through.
+	r := b.layover("pass", "--reserve", "graphql=100", "--", "sh", "-c", "touch "+marker+"; exit 3")
+	if r.code != 3 {
+		t.Fatalf("admitted pass exit %d, want the command's 3; stderr %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("admitted pass did not run its command")
+	}
+}
+
+// When the quota check itself fails, the pass goes ahead.
+func TestPassProceedsWhenCheckFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.gh.Script("/rate_limit", fake.ServerError(502))
+	r := b.layover("pass", "--", "sh", "-c", "echo worked")
+	if r.code != 0 || r.stdout != "worked\n" {
+		t.Fatalf("code %d stdout %q stderr %q; want the command to run", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "quota check failed") {
+		t.Errorf("stderr %q does not say the check failed", r.stderr)
+	}
+}
+
+// Separate users' quotas are separate: one user's exhaustion does not hold
+// back another's pass.
+func TestPassSeparatesPrincipals(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(time.Hour))
+	if r := b.layover("pass", "--principal", "alice", "--", "true"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	b.env["GH_TOKEN"] = "test-token-2"
+	marker := filepath.Join(b.dir, "ran")
+	if r := b.layover("pass", "--principal", "bob", "--", "touch", marker); r.code != 0 {
+		t.Fatalf("bob's pass: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("bob's pass was held back by alice's exhaustion")
+	}
+	st := b.layover("status", "--json")
+	var s struct {
+		Quota []struct {
+			Principal, Resource, Cause string
+			InWait                     bool `json:"in_wait"`
+		}
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range s.Quota {
+		if q.Resource == "core" && q.InWait != (q.Principal == "alice") {
+			t.Errorf("%s core in_wait=%v", q.Principal, q.InWait)
+		}
+	}
+}
+
+// The login of a token is learned once and its quota rows follow it.
+func TestPassLearnsLogin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{Login: "hubot"})
+	if r := b.layover("pass", "--", "true"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	st := b.layover("status", "--json")
+	if !strings.Contains(st.stdout, `"principal": "hubot"`) || strings.Contains(st.stdout, `"tok:`) {
+		t.Fatalf("status after learning the login:\n%s", st.stdout)
+	}
+	if strings.Contains(st.stdout, testToken) {
+		t.Fatal("the token reached the store")
+	}
+	if n := b.gh.Calls("/user"); n != 1 {
+		t.Fatalf("/user asked %d times, want 1", n)
+	}
+	b.layover("pass", "--", "true")
+	if n := b.gh.Calls("/user"); n != 1 {
+		t.Fatalf("/user asked again (%d) for a known token", n)
+	}
+}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// RunOptions are the flags of layover run.
+type RunOptions struct {
+	Quota     quotaSpecs
+	Policy    quota.Policy
+	Store     string
+	Principal string
+	Command   []string
+}
+
+func runRun(ctx context.Context, env *Env, args []string) error {
+	opts := RunOptions{Policy: quota.DefaultPolicy()}
+	fs := newFlagSet("run", "run [--quota github[:RESOURCE]]... [policy flags] -- CMD [ARGS...]")
+	fs.Var(&opts.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: github or github:RESOURCE, repeatable")
+	policyFlags(fs, &opts.Policy)
+	storeLoc := storeFlag(fs)
+	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
+	cmd, err := fs.parseWithCommand(env, args)
+	if err != nil {
+		return err
+	}
+	opts.Command, opts.Store = cmd, *storeLoc
+	if err := opts.Policy.Validate(); err != nil {
+		return usageErr("run: %v", err)
+	}
+	return opts.run(ctx, env)
+}
+
+// runner is one run invocation's state: its wait budget and what it waited
+// for.
+type runner struct {
+	opts        *RunOptions
+	env         *Env
+	st          store.Store
+	target      githubTarget
+	budget      *quota.Budget
+	commandLine string
+	waited      time.Duration
+	waitedFor   []string // resources, in the order first waited for
+	resetMissed int      // consecutive quota failures whose quota had room again
+}
+
+func (o *RunOptions) run(ctx context.Context, env *Env) error {
+	st, err := openStore(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	target, err := resolveGitHub(ctx, env, st, o.Principal)
+	if err != nil {
+		return err
+	}
+	r := &runner{
+		opts: o, env: env, st: st, target: target, budget: quota.NewBudget(o.Policy),
+		commandLine: redact.String(strings.Join(o.Command, " "), target.Token),
+	}
+	err = r.loop(ctx)
+	if r.waited > 0 {
+		fmt.Fprintf(env.Stderr, "Waited %s for the GitHub quota (%s)\n", humanDuration(r.waited), strings.Join(r.waitedFor, ", "))
+	}
+	return err
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	if err := r.waitBeforeStart(ctx); err != nil {
+		return err
+	}
+	secondary := 0
+	for {
+		res, err := startChild(ctx, r.env, r.opts.Command, true)
+		if err != nil {
+			return err
+		}
+		if res.Code == 0 || res.Signalled != nil {
+			return exitCode(res.Code)
+		}
+		out := github.ClassifyCLI(res.Code, res.Stdout, res.Stderr, r.env.Clock.Now())
+		switch out.Class {
+		case provider.ClassQuota:
+			key, until, err := r.recordExhaustion(ctx, out)
+			if err != nil {
+				return err
+			}
+			if err := r.wait(ctx, key, until, "Quota wait", res.Code); err != nil {
+				return err
+			}
+		case provider.ClassSecondary:
+			secondary++
+			if secondary > r.opts.Policy.SecondaryRetries {
+				fmt.Fprintf(r.env.Stderr, "layover: GitHub secondary limit still in force after %d retries; not retrying\n", r.opts.Policy.SecondaryRetries)
+				return exitCode(res.Code)
+			}
+			key := r.target.key(cmp.Or(out.Resource, "core"))
+			until := r.env.Clock.Now().Add(r.opts.Policy.SecondaryDelay(out.RetryAfter))
+			if err := r.wait(ctx, key, until, "Secondary limit wait", res.Code); err != nil {
+				return err
+			}
+		default:
+			return exitCode(res.Code)
+		}
+	}
+}
+
+// waitBeforeStart waits out any --quota key the ledger says is exhausted,
+// so that no call is wasted. A wait past the cap exits 75 without starting.
+func (r *runner) waitBeforeStart(ctx context.Context) error {
+	if len(r.opts.Quota) == 0 {
+		return nil
+	}
+	keys := r.target.keys(r.opts.Quota.githubResources())
+	for {
+		states, err := r.st.States(ctx, keys)
+		if err != nil {
+			return internalErr("read store: %v", err)
+		}
+		now := r.env.Clock.Now()
+		var blocking *quota.State
+		for i, s := range states {
+			if s.Exhausted(now) && (blocking == nil || s.ResetAt.After(blocking.ResetAt)) {
+				blocking = &states[i]
+			}
+		}
+		if blocking == nil {
+			return nil
+		}
+		until := r.opts.Policy.ResumeAt(blocking.ResetAt, r.env.Rand)
+		if err := r.budget.Take(until.Sub(now)); err != nil {
+			return &exitError{code: ExitCapExceeded, msg: fmt.Sprintf("not started: the GitHub quota (%s) is exhausted until %s; %v",
+				blocking.Resource, humanTime(blocking.ResetAt), err)}
+		}
+		if err := r.visible(ctx, blocking.Key, until, "Quota wait"); err != nil {
+			return err
+		}
+	}
+}
+
+// wait charges a wait until `until` to the budget and waits. When the cap
+// refuses it, the command fails as it did, with code, saying why.
+func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what string, code int) error {
+	d := until.Sub(r.env.Clock.Now())
+	if err := r.budget.Take(d); err != nil {
+		var ce *quota.CapError
+		if errors.As(err, &ce) {
+			fmt.Fprintf(r.env.Stderr, "layover: not waiting for the GitHub quota (%s) until %s: %v\n", key.Resource, humanTime(until), err)
+			return exitCode(code)
+		}
+		return err
+	}
+	return r.visible(ctx, key, until, what)
+}
+
+func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, what string) error {
+	r.st.AppendActivity(ctx, store.Activity{At: r.env.Clock.Now(), Kind: "wait",
+		Line: fmt.Sprintf("run: %s until %s (%s): %s", what, humanTime(until), key.Resource, r.commandLine)})
+	planned := until.Sub(r.env.Clock.Now())
+	d, err := visibleWait(ctx, r.env, r.st, waitSpec{Key: key, Until: until, What: what, Command: r.commandLine})
+	r.budget.Refund(planned - d)
+	r.waited += d
+	name := key.Resource
+	if what != "Quota wait" {
+		name = "secondary limit"
+	}
+	if !slices.Contains(r.waitedFor, name) {
+		r.waitedFor = append(r.waitedFor, name)
+	}
+	return err
+}
+
+// recordExhaustion learns when the exhausted quota resets, from the failure
+// itself or GitHub's free /rate_limit, records the Quota wait in the ledger
+// and returns the key and when to run again. A reset it cannot learn is
+// assumed Policy.UnknownReset ahead.
+func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.Key, time.Time, error) {
+	p := r.opts.Policy
+	resource := cmp.Or(out.Resource, "core")
+	state := quota.State{Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted}
+	if !out.ResetAt.IsZero() {
+		state.ResetAt, state.ResetKnown = out.ResetAt, true
+		for _, o := range out.Observations {
+			if o.Resource == resource {
+				state.RawReset = o.RawReset
+			}
+		}
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		fresh, err := r.target.client().RateLimit(cctx)
+		cancel()
+		if err == nil {
+			fresh = r.target.observe(r.env, p, fresh)
+			var room bool
+			for _, s := range fresh {
+				if s.Resource == resource {
+					state.Limit = s.Limit
+					if s.Remaining == 0 {
+						state.ResetAt, state.ResetKnown, state.RawReset = s.ResetAt, true, s.RawReset
+					} else {
+						room = true
+					}
+				}
+			}
+			if err := r.st.RecordStates(ctx, fresh); err != nil {
+				return quota.Key{}, time.Time{}, internalErr("write store: %v", err)
+			}
+			// The quota already has room: the reset came between the
+			// failure and the check. Run again after the margin, once; a
+			// second such failure in a row waits the assumed reset.
+			if room && state.ResetAt.IsZero() && r.resetMissed == 0 {
+				r.resetMissed++
+				return r.target.key(resource), p.ResumeAt(r.env.Clock.Now(), r.env.Rand), nil
+			}
+		} else {
+			fmt.Fprintf(r.env.Stderr, "layover: could not read the GitHub quota (%s); assuming it resets in %s\n",
+				oneLine(err.Error()), p.UnknownReset)
+		}
+	}
+	r.resetMissed = 0
+	now := r.env.Clock.Now()
+	switch {
+	case state.ResetAt.IsZero():
+		state.ResetAt, state.ResetKnown, state.RawReset = p.AssumedReset(now), false, 0
+	case !state.ResetAt.After(now):
+		// The stated reset has just passed: resume after the margin.
+		state.ResetAt = now
+	}
+	state.Key = r.target.key(resource)
+	state.ObservedAt, state.ObservedBy = now, r.env.Hostname
+	if err := r.st.RecordStates(ctx, []quota.State{state}); err != nil {
+		return quota.Key{}, time.Time{}, internalErr("write store: %v", err)
+	}
+	return state.Key, p.ResumeAt(state.ResetAt, r.env.Rand), nil
+}

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// StatusOptions are the flags of layover status.
+type StatusOptions struct {
+	JSON  bool
+	Store string
+}
+
+func runStatus(ctx context.Context, env *Env, args []string) error {
+	var opts StatusOptions
+	fs := newFlagSet("status", "status [--json] [--store LOCATION]")
+	fs.BoolVar(&opts.JSON, "json", false, "print JSON (DESIGN.md's status contract)")
+	fs.StringVar(&opts.Store, "store", "", "store location (default $LAYOVER_STORE, else the default path)")
+	if err := fs.parseNoArgs(env, args); err != nil {
+		return err
+	}
+	return opts.run(ctx, env)
+}
+
+type statusQuota struct {
+	Host       string `json:"host"`
+	Principal  string `json:"principal"`
+	Resource   string `json:"resource"`
+	Limit      any    `json:"limit"`
+	Remaining  any    `json:"remaining"`
+	ResetAt    any    `json:"reset_at"`
+	ObservedAt any    `json:"observed_at"`
+	ObservedBy string `json:"observed_by"`
+	Cause      any    `json:"cause"`
+	InWait     bool   `json:"in_wait"`
+	WaitUntil  any    `json:"wait_until"`
+}
+
+type statusWaiter struct {
+	PID       int    `json:"pid"`
+	Command   string `json:"command"`
+	Key       string `json:"key"`
+	Stage     string `json:"stage"`
+	WaitUntil any    `json:"wait_until"`
+}
+
+type statusJSON struct {
+	Quota   []statusQuota  `json:"quota"`
+	Waiting []statusWaiter `json:"waiting"`
+}
+
+func (o *StatusOptions) run(ctx context.Context, env *Env) error {
+	st, err := openStore(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	states, err := st.AllStates(ctx)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	waiters, err := liveWaiters(ctx, env, st)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	now := env.Clock.Now()
+	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}}
+	for _, s := range states {
+		q := statusQuota{Host: s.Host, Principal: s.Principal, Resource: s.Resource,
+			Limit: known(s.Limit), Remaining: known(s.Remaining), ResetAt: jsonTime(s.ResetAt),
+			ObservedAt: jsonTime(s.ObservedAt), ObservedBy: s.ObservedBy, InWait: s.Exhausted(now)}
+		if !s.ResetKnown {
+			q.ResetAt = nil
+		}
+		if c := currentCause(s, now); c != quota.CauseNone {
+			q.Cause = string(c)
+		}
+		if q.InWait {
+			q.WaitUntil = jsonTime(s.ResetAt)
+		}
+		out.Quota = append(out.Quota, q)
+	}
+	for _, w := range waiters {
+		out.Waiting = append(out.Waiting, statusWaiter{PID: w.PID, Command: w.Command, Key: w.Key.String(),
+			Stage: w.Stage, WaitUntil: jsonTime(w.WaitUntil)})
+	}
+	if o.JSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+
+	for _, s := range states {
+		if s.Exhausted(now) {
+			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", providerName(s.Host),
+				humanTime(s.ResetAt), s.Principal, s.Resource, count(s.Remaining))
+		}
+	}
+	if len(waiters) > 0 {
+		fmt.Fprintln(env.Stdout, "\nWaiting commands:")
+		tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+		for _, w := range waiters {
+			fmt.Fprintf(tw, "  pid %d\t%s\t%s\t%s\n", w.PID, w.Key, w.Stage, w.Command)
+		}
+		tw.Flush()
+	}
+	if len(states) == 0 {
+		fmt.Fprintln(env.Stdout, "No quota observed yet.")
+		return nil
+	}
+	fmt.Fprintln(env.Stdout, "\nQuotas:")
+	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  HOST\tPRINCIPAL\tRESOURCE\tREMAINING\tRESET\tOBSERVED\tSTATE")
+	for _, s := range states {
+		reset := humanTime(s.ResetAt)
+		if !s.ResetKnown {
+			reset += " (assumed)"
+		}
+		state := string(currentCause(s, now))
+		if s.Expired(now) {
+			state = "expired"
+		} else if state == "" {
+			state = "ok"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", s.Host, s.Principal, s.Resource,
+			count(s.Remaining), count(s.Limit), reset, humanTime(s.ObservedAt), s.ObservedBy, s.Source, state)
+	}
+	return tw.Flush()
+}
+
+// currentCause is the cause a state holds now: none once its reset passed;
+// exhausted while nothing remains; else the cause recorded with it.
+func currentCause(s quota.State, now time.Time) quota.Cause {
+	switch {
+	case s.Expired(now):
+		return quota.CauseNone
+	case s.Exhausted(now):
+		return quota.CauseExhausted
+	}
+	return s.Cause
+}
+
+// liveWaiters lists registered waiters, dropping (and deleting) those whose
+// process on this machine is gone, as after a SIGKILL.
+func liveWaiters(ctx context.Context, env *Env, st store.Store) ([]store.Waiter, error) {
+	all, err := st.Waiters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var live []store.Waiter
+	for _, w := range all {
+		if w.Hostname == env.Hostname && !processAlive(w.PID) {
+			st.RemoveWaiter(ctx, w.ID)
+			continue
+		}
+		live = append(live, w)
+	}
+	return live, nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM)
+}
+
+func known(n int64) any {
+	if n < 0 {
+		return nil
+	}
+	return n
+}

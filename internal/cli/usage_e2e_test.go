@@ -1,0 +1,89 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/layoverhq/layover/internal/fake"
+)
+
+// Bad input: a one-line error, exit 2, and no store created or changed.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	cases := map[string][]string{
+		"no command":         {},
+		"unknown command":    {"frobnicate"},
+		"unknown flag":       {"pass", "--frob", "--", "true"},
+		"missing --":         {"pass", "true"},
+		"nothing after --":   {"run", "--"},
+		"unknown provider":   {"pass", "--quota", "gitlab", "--", "true"},
+		"bad reserve":        {"pass", "--reserve", "many", "--", "true"},
+		"negative jitter":    {"run", "--jitter", "-1s", "--", "true"},
+		"bad duration":       {"run", "--max-total-wait", "soon", "--", "true"},
+		"classify no input":  {"classify", "--provider", "github"},
+		"classify both":      {"classify", "--provider", "github", "--http", "x", "--exit", "1"},
+		"classify provider":  {"classify", "--provider", "nope", "--exit", "1"},
+		"classify no file":   {"classify", "--provider", "github", "--http", "/nonexistent/file"},
+		"status extra arg":   {"status", "now"},
+		"postgres store":     {"status", "--store", "postgres://localhost/x"},
+		"store is directory": {"status", "--store", "/"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, fake.GitHubConfig{})
+			r := b.layover(args...)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", r.code, r.stderr)
+			}
+			if n := strings.Count(strings.TrimRight(r.stderr, "\n"), "\n"); n > 0 && len(args) > 0 {
+				t.Errorf("error is %d lines, want one:\n%s", n+1, r.stderr)
+			}
+			if _, err := os.Stat(b.store); err == nil {
+				t.Errorf("bad input created the store")
+			}
+		})
+	}
+}
+
+// classify reads a raw response as curl -i prints it.
+func TestClassifyHTTPFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	raw := "HTTP/2 403\r\nx-ratelimit-limit: 5000\r\nx-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1764500000\r\n" +
+		"x-ratelimit-resource: core\r\ndate: Sun, 30 Nov 2025 10:00:00 GMT\r\ncontent-type: application/json\r\n\r\n" +
+		`{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`
+	file := filepath.Join(b.dir, "resp.txt")
+	os.WriteFile(file, []byte(raw), 0o600)
+	r := b.layover("classify", "--provider", "github", "--http", file)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{`"class":"quota"`, `"provider":"github"`, `"resource":"core"`, `"remaining":0`, `"limit":5000`, `"reset_at":"20`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("classify output %s lacks %s", r.stdout, want)
+		}
+	}
+	os.WriteFile(file, []byte("hello world\n"), 0o600)
+	if r := b.layover("classify", "--provider", "github", "--http", file); r.code != 2 {
+		t.Errorf("not an HTTP response: exit %d", r.code)
+	}
+}
+
+// classify reads a failed gh's exit code and stderr.
+func TestClassifyCommandOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	file := filepath.Join(b.dir, "stderr.txt")
+	os.WriteFile(file, []byte("gh: You have exceeded a secondary rate limit. Please wait a few minutes before you try again. (HTTP 403)\n"), 0o600)
+	r := b.layover("classify", "--provider", "github", "--exit", "1", "--stderr", file)
+	if r.code != 0 || !strings.Contains(r.stdout, `"class":"secondary"`) {
+		t.Fatalf("exit %d out %s err %s", r.code, r.stdout, r.stderr)
+	}
+	r = b.layover("classify", "--provider", "github", "--exit", "0", "--stderr", file)
+	if !strings.Contains(r.stdout, `"class":"ok"`) {
+		t.Fatalf("a zero exit is ok whatever it printed: %s", r.stdout)
+	}
+}

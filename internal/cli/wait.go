@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// waitSpec describes one visible wait.
+type waitSpec struct {
+	Key     quota.Key
+	Until   time.Time
+	What    string // "Quota wait" or "Secondary limit wait"
+	Command string // redacted command line, for status
+}
+
+// visibleWait blocks until spec.Until on env.Clock. It registers the wait in
+// the store so status lists it, shows it on stderr (a live countdown on a
+// terminal, one line otherwise), and ends at once on SIGINT or SIGTERM with
+// exit code 130 or 143. It returns how long it waited.
+func visibleWait(ctx context.Context, env *Env, st store.Store, spec waitSpec) (time.Duration, error) {
+	start := env.Clock.Now()
+	stage := fmt.Sprintf("%s until %s", spec.What, humanTime(spec.Until))
+	id, err := st.RegisterWaiter(ctx, store.Waiter{
+		Hostname: env.Hostname, PID: os.Getpid(), Command: spec.Command, Key: spec.Key,
+		Stage: stage, WaitUntil: spec.Until, StartedAt: start,
+	})
+	if err != nil {
+		return 0, internalErr("write store: %v", err)
+	}
+	defer st.RemoveWaiter(context.WithoutCancel(ctx), id)
+
+	label := fmt.Sprintf("%s (%s %s)", stage, providerName(spec.Key.Host), spec.Key.Resource)
+	if !env.Terminal {
+		fmt.Fprintf(env.Stderr, "layover: %s\n", label)
+	}
+	for {
+		now := env.Clock.Now()
+		left := spec.Until.Sub(now)
+		if left <= 0 {
+			if env.Terminal {
+				fmt.Fprintf(env.Stderr, "\r\033[Klayover: %s: done\n", label)
+			}
+			return now.Sub(start), nil
+		}
+		tick := left
+		if env.Terminal {
+			fmt.Fprintf(env.Stderr, "\r\033[Klayover: %s, %s left", label, humanDuration(left))
+			tick = min(left, time.Second)
+		}
+		select {
+		case <-env.Clock.After(tick):
+		case sig := <-env.Signals:
+			if env.Terminal {
+				fmt.Fprintln(env.Stderr)
+			}
+			fmt.Fprintf(env.Stderr, "layover: %s ended by %v\n", spec.What, sig)
+			if sig == syscall.SIGTERM {
+				return env.Clock.Now().Sub(start), exitCode(ExitSIGTERM)
+			}
+			return env.Clock.Now().Sub(start), exitCode(ExitSIGINT)
+		case <-ctx.Done():
+			return env.Clock.Now().Sub(start), exitCode(ExitSIGTERM)
+		}
+	}
+}
+
+// providerName is how a quota's host is named to people.
+func providerName(host string) string {
+	if host == "api.github.com" || host == "github.com" {
+		return "GitHub"
+	}
+	return "GitHub (" + host + ")"
+}

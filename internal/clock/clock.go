@@ -1,0 +1,93 @@
+// Package clock injects time. Production code takes a Clock; tests pass a
+// *Fake and move it by hand, so no test sleeps.
+package clock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed. d <= 0 fires
+	// at once.
+	After(d time.Duration) <-chan time.Time
+}
+
+// Real is the system clock.
+type Real struct{}
+
+func (Real) Now() time.Time                         { return time.Now() }
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Fake is a Clock that moves only when Advance or Set is called. The zero
+// value is not usable; use NewFake. Safe for concurrent use.
+type Fake struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []fakeTimer
+	waiters chan struct{} // signalled whenever a timer is added
+}
+
+type fakeTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+// NewFake returns a fake clock set to now.
+func NewFake(now time.Time) *Fake {
+	return &Fake{now: now, waiters: make(chan struct{}, 1024)}
+}
+
+// Now returns the fake time.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// After registers a timer that fires when the fake time reaches now+d.
+func (f *Fake) After(d time.Duration) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- f.now
+		return ch
+	}
+	f.timers = append(f.timers, fakeTimer{at: f.now.Add(d), ch: ch})
+	select {
+	case f.waiters <- struct{}{}:
+	default:
+	}
+	return ch
+}
+
+// Advance moves the time forward by d and fires every timer that is due.
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	kept := f.timers[:0]
+	for _, t := range f.timers {
+		if !t.at.After(f.now) {
+			t.ch <- f.now
+			continue
+		}
+		kept = append(kept, t)
+	}
+	f.timers = kept
+}
+
+// TimerAdded returns a channel that receives each time a timer is
+// registered, so a test can wait until the code under test is waiting
+// before it advances the clock.
+func (f *Fake) TimerAdded() <-chan struct{} { return f.waiters }
+
+// Pending is the number of timers not yet fired.
+func (f *Fake) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.timers)
+}

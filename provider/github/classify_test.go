@@ -1,0 +1,580 @@
+package github
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/quota"
+)
+
+// Verbatim texts from provider-signals.md §1.
+const (
+	msgPrimaryUser         = "API rate limit exceeded for user ID 1234567."
+	msgPrimaryInstallation = "API rate limit exceeded for installation ID 42."
+	msgPrimaryIP           = "API rate limit exceeded for 203.0.113.7. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)"
+	msgGraphQLAlready      = "API rate limit already exceeded for user ID 16855088."
+	msgSecondary           = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+	msgSecondaryCreation   = "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later."
+	msgAbuse               = "You have triggered an abuse detection mechanism. Please wait a few minutes before you try again."
+	msgSAML                = "Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization."
+	msgIntegration         = "Resource not accessible by integration"
+
+	docPrimary = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-rate-limits"
+)
+
+func restBody(msg, doc string) string {
+	b := `{"message":` + jsonQuote(msg)
+	if doc != "" {
+		b += `,"documentation_url":` + jsonQuote(doc)
+	}
+	return b + `,"status":"403"}`
+}
+
+func jsonQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// want is the expected outcome; zero fields of ResetAt mean "zero".
+type want struct {
+	class      provider.Class
+	resource   string
+	resetAt    time.Time
+	retryAfter time.Duration
+	remaining  int64
+	limit      int64
+	reason     string // substring
+	obs        int    // number of observations
+	obsCause   quota.Cause
+}
+
+func check(t *testing.T, got provider.Outcome, w want) {
+	t.Helper()
+	if got.Provider != "github" {
+		t.Errorf("Provider = %q", got.Provider)
+	}
+	if got.Class != w.class {
+		t.Errorf("Class = %q, want %q (reason %q)", got.Class, w.class, got.Reason)
+	}
+	if got.Resource != w.resource {
+		t.Errorf("Resource = %q, want %q", got.Resource, w.resource)
+	}
+	if !got.ResetAt.Equal(w.resetAt) {
+		t.Errorf("ResetAt = %v, want %v", got.ResetAt, w.resetAt)
+	}
+	if got.RetryAfter != w.retryAfter {
+		t.Errorf("RetryAfter = %v, want %v", got.RetryAfter, w.retryAfter)
+	}
+	if got.Remaining != w.remaining || got.Limit != w.limit {
+		t.Errorf("Remaining, Limit = %d, %d; want %d, %d", got.Remaining, got.Limit, w.remaining, w.limit)
+	}
+	if !strings.Contains(got.Reason, w.reason) {
+		t.Errorf("Reason = %q, want it to contain %q", got.Reason, w.reason)
+	}
+	if strings.ContainsAny(got.Reason, "\r\n") {
+		t.Errorf("Reason is not one line: %q", got.Reason)
+	}
+	if len(got.Observations) != w.obs {
+		t.Fatalf("%d observations, want %d: %+v", len(got.Observations), w.obs, got.Observations)
+	}
+	for _, o := range got.Observations {
+		if o.Cause != w.obsCause {
+			t.Errorf("observation Cause = %q, want %q", o.Cause, w.obsCause)
+		}
+		if o.Source != quota.SourceHeaders || !o.ObservedAt.Equal(now) || !o.ResetKnown {
+			t.Errorf("observation %+v: want source headers, observed now, reset known", o)
+		}
+	}
+}
+
+const unknown = quota.Unknown
+
+func TestClassifyHTTP(t *testing.T) {
+	t.Parallel()
+	reset := now.Add(30 * time.Minute)
+	soon := now.Add(2 * time.Minute)
+	tests := []struct {
+		name string
+		resp *http.Response
+		body string
+		want want
+	}{
+		// §1 Headers (every response).
+		{
+			name: "200 with headers is ok and observed",
+			resp: response(200, limits(5000, 4999, reset, "core")...),
+			body: `{"login":"octocat"}`,
+			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 4999, limit: 5000, reason: "HTTP 200", obs: 1},
+		},
+		{
+			name: "resource defaults to core",
+			resp: response(200, limits(60, 59, reset, "")...),
+			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 59, limit: 60, reason: "HTTP 200", obs: 1},
+		},
+		{
+			name: "success without headers",
+			resp: response(201),
+			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 201"},
+		},
+		{
+			name: "304 is ok",
+			resp: response(304, limits(5000, 10, reset, "core")...),
+			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 10, limit: 5000, reason: "HTTP 304", obs: 1},
+		},
+		// §1 Primary, REST.
+		{
+			name: "403 with remaining 0 is quota until the reset",
+			resp: response(403, limits(5000, 0, reset, "core")...),
+			body: restBody(msgPrimaryUser, docPrimary),
+			want: want{class: provider.ClassQuota, resource: "core", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "403 with x-ratelimit-remaining: 0 (resource core)", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "429 with remaining 0 is quota",
+			resp: response(429, limits(30, 0, reset, "search")...),
+			body: restBody(msgPrimaryUser, docPrimary),
+			want: want{class: provider.ClassQuota, resource: "search", resetAt: reset, retryAfter: -1, remaining: 0, limit: 30,
+				reason: "429 with x-ratelimit-remaining: 0 (resource search)", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "403 remaining 0 without reset: reset unknown, not invented",
+			resp: response(403, "X-RateLimit-Remaining", "0", "X-RateLimit-Limit", "5000"),
+			body: restBody(msgPrimaryUser, ""),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "reset unknown"},
+		},
+		// §1 Primary texts, without headers (tricky 10).
+		{
+			name: "user ID text without headers",
+			resp: response(403),
+			body: restBody(msgPrimaryUser, docPrimary),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown,
+				reason: `"rate limit exceeded" message (resource core), reset unknown`},
+		},
+		{
+			name: "installation ID text without headers",
+			resp: response(403),
+			body: restBody(msgPrimaryInstallation, docPrimary),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "rate limit exceeded"},
+		},
+		{
+			name: "unauthenticated IP text on 429",
+			resp: response(429),
+			body: restBody(msgPrimaryIP, docPrimary),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 with"},
+		},
+		{
+			name: "already exceeded text",
+			resp: response(403),
+			body: restBody(msgGraphQLAlready, ""),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "rate limit exceeded"},
+		},
+		// §1 Primary, GraphQL; tricky 3 (limits inside a 200).
+		{
+			name: "GraphQL 200 RATE_LIMITED",
+			resp: response(200, limits(5000, 0, reset, "graphql")...),
+			body: `{"data":null,"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for user ID 1234567."}]}`,
+			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "200 with GraphQL error type RATE_LIMITED", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "GraphQL 200 RATE_LIMIT 2026 form",
+			resp: response(200, limits(5000, 0, reset, "graphql")...),
+			body: `{"errors":[{"type":"RATE_LIMIT","code":"graphql_rate_limit","message":"` + msgGraphQLAlready + `"}]}`,
+			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "GraphQL error type RATE_LIMIT", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "GraphQL code only, no headers",
+			resp: response(200),
+			body: `{"errors":[{"code":"graphql_rate_limit","message":"x"}]}`,
+			want: want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown,
+				reason: "GraphQL error code graphql_rate_limit, reset unknown"},
+		},
+		{
+			name: "GraphQL message only",
+			resp: response(200),
+			body: `{"errors":[{"message":"` + msgGraphQLAlready + `"}]}`,
+			want: want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown,
+				reason: "GraphQL error message says rate limit exceeded"},
+		},
+		{
+			name: "GraphQL other error is ok",
+			resp: response(200, limits(5000, 4000, reset, "graphql")...),
+			body: `{"data":{"repository":null},"errors":[{"type":"NOT_FOUND","path":["repository"],"message":"Could not resolve to a Repository with the name 'o/x'."}]}`,
+			want: want{class: provider.ClassOK, resource: "graphql", retryAfter: -1, remaining: 4000, limit: 5000, reason: "HTTP 200", obs: 1},
+		},
+		{
+			name: "GraphQL 403 RATE_LIMITED",
+			resp: response(403, limits(5000, 0, reset, "graphql")...),
+			body: `{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for user ID 1."}]}`,
+			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "x-ratelimit-remaining: 0 (resource graphql)", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		// §1 Secondary, texts, documentation_url; tricky 2.
+		{
+			name: "secondary with retry-after seconds",
+			resp: response(403, join(limits(5000, 4990, reset, "core"), []string{"Retry-After", "60"})...),
+			body: restBody(msgSecondary, "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"),
+			want: want{class: provider.ClassSecondary, resource: "core", retryAfter: 60 * time.Second, remaining: 4990, limit: 5000,
+				reason: "403 with secondary rate limit message; retry-after 1m0s", obs: 1},
+		},
+		{
+			name: "secondary with budget left and no retry-after waits unknown",
+			resp: response(403, limits(5000, 4990, reset, "core")...),
+			body: restBody(msgSecondary, ""),
+			want: want{class: provider.ClassSecondary, resource: "core", retryAfter: -1, remaining: 4990, limit: 5000,
+				reason: "secondary rate limit message; no retry-after", obs: 1},
+		},
+		{
+			name: "secondary with remaining 0 waits until the reset",
+			resp: response(403, limits(5000, 0, soon, "core")...),
+			body: restBody(msgSecondary, ""),
+			want: want{class: provider.ClassSecondary, resource: "core", resetAt: soon, retryAfter: 2 * time.Minute, remaining: 0, limit: 5000,
+				reason: "waits until the reset", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "secondary with remaining 0 and a far reset is quota",
+			resp: response(403, limits(5000, 0, reset, "core")...),
+			body: restBody(msgSecondary, ""),
+			want: want{class: provider.ClassQuota, resource: "core", resetAt: reset, retryAfter: 30 * time.Minute, remaining: 0, limit: 5000,
+				reason: "(over 5m0s: quota)", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "content creation secondary on 429",
+			resp: response(429),
+			body: restBody(msgSecondaryCreation, ""),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 with secondary rate limit message"},
+		},
+		{
+			name: "legacy abuse detection",
+			resp: response(403, "Retry-After", "30"),
+			body: restBody(msgAbuse, "https://developer.github.com/v3/#abuse-rate-limits"),
+			want: want{class: provider.ClassSecondary, retryAfter: 30 * time.Second, remaining: unknown, limit: unknown, reason: "abuse detection message"},
+		},
+		{
+			name: "doc URL about-secondary-rate-limits",
+			resp: response(403),
+			body: restBody("Forbidden", "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "documentation_url #about-secondary-rate-limits"},
+		},
+		{
+			name: "doc URL secondary-rate-limits",
+			resp: response(403),
+			body: restBody("Forbidden", "https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits"),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "#secondary-rate-limits"},
+		},
+		{
+			name: "doc URL abuse-rate-limits",
+			resp: response(429),
+			body: restBody("Forbidden", "https://developer.github.com/v3/#abuse-rate-limits"),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "#abuse-rate-limits"},
+		},
+		{
+			name: "GraphQL 200 secondary",
+			resp: response(200, limits(5000, 4000, reset, "graphql")...),
+			body: `{"errors":[{"message":"` + msgSecondary + `"}]}`,
+			want: want{class: provider.ClassSecondary, resource: "graphql", retryAfter: -1, remaining: 4000, limit: 5000,
+				reason: "200 with GraphQL error secondary rate limit message", obs: 1},
+		},
+		{
+			name: "GraphQL 403 secondary",
+			resp: response(403, "Retry-After", "120"),
+			body: `{"documentation_url":"https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits","message":"` + msgSecondary + `"}`,
+			want: want{class: provider.ClassSecondary, retryAfter: 2 * time.Minute, remaining: unknown, limit: unknown, reason: "secondary rate limit message"},
+		},
+		{
+			name: "secondary retry-after over 5 minutes is quota",
+			resp: response(403, "Retry-After", "600"),
+			body: restBody(msgSecondary, ""),
+			want: want{class: provider.ClassQuota, resetAt: now.Add(10 * time.Minute), retryAfter: 10 * time.Minute, remaining: unknown, limit: unknown,
+				reason: "retry-after 10m0s (over 5m0s: quota)"},
+		},
+		{
+			name: "secondary retry-after exactly 5 minutes stays secondary",
+			resp: response(403, "Retry-After", "300"),
+			body: restBody(msgSecondary, ""),
+			want: want{class: provider.ClassSecondary, retryAfter: 5 * time.Minute, remaining: unknown, limit: unknown, reason: "retry-after 5m0s"},
+		},
+		// 429 with nothing else.
+		{
+			name: "bare 429 is secondary",
+			resp: response(429),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 without a rate-limit message; no retry-after"},
+		},
+		{
+			name: "bare 429 with retry-after",
+			resp: response(429, "Retry-After", "7"),
+			want: want{class: provider.ClassSecondary, retryAfter: 7 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 7s"},
+		},
+		{
+			name: "bare 429 with a long retry-after is quota",
+			resp: response(429, "Retry-After", "3600"),
+			want: want{class: provider.ClassQuota, resetAt: now.Add(time.Hour), retryAfter: time.Hour, remaining: unknown, limit: unknown, reason: "over 5m0s"},
+		},
+		// §1 GraphQL timeout; other statuses.
+		{
+			name: "GraphQL timeout 502 is transient",
+			resp: response(502),
+			body: `{"data":null,"errors":[{"message":"Something went wrong while executing your query. This may be the result of a timeout."}]}`,
+			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 502"},
+		},
+		{name: "504 transient", resp: response(504), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 504"}},
+		{name: "500 transient", resp: response(500), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 500"}},
+		{name: "503 transient", resp: response(503), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 503"}},
+		{name: "501 permanent", resp: response(501), want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 501"}},
+		{
+			name: "422 permanent with message",
+			resp: response(422),
+			body: `{"message":"Validation Failed","errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`,
+			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "422: Validation Failed"},
+		},
+		{name: "301 permanent", resp: response(301), want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 301"}},
+		// 401.
+		{
+			name: "401 is auth",
+			resp: response(401, limits(60, 0, reset, "core")...),
+			body: `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`,
+			want: want{class: provider.ClassAuth, resource: "core", retryAfter: -1, remaining: 0, limit: 60, reason: "401: Bad credentials", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		// Tricky 1: 403 is not a rate limit; remaining 0 on a 404 or success.
+		{
+			name: "403 Resource not accessible by integration",
+			resp: response(403, limits(5000, 4321, reset, "core")...),
+			body: restBody(msgIntegration, "https://docs.github.com/rest/issues/issues#create-an-issue"),
+			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 4321, limit: 5000,
+				reason: "403 Resource not accessible by integration (permissions)", obs: 1},
+		},
+		{
+			name: "403 SAML enforcement",
+			resp: response(403, join(limits(5000, 4321, reset, "core"), []string{"X-GitHub-SSO", "required; url=https://github.com/orgs/acme/sso?authorization_request=AAA"})...),
+			body: restBody(msgSAML, "https://docs.github.com/articles/authenticating-to-a-github-organization-with-saml-single-sign-on/"),
+			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 4321, limit: 5000,
+				reason: "403 with X-GitHub-SSO (SAML enforcement)", obs: 1},
+		},
+		{
+			name: "403 archived repository",
+			resp: response(403),
+			body: restBody("Repository was archived so is read-only.", ""),
+			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "403: Repository was archived so is read-only."},
+		},
+		{
+			name: "403 missing scopes",
+			resp: response(403, "X-Accepted-OAuth-Scopes", "admin:org", "X-OAuth-Scopes", "repo"),
+			body: restBody("Must have admin rights to Repository.", ""),
+			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "403: Must have admin rights"},
+		},
+		{
+			name: "404 that spent the last unit stays permanent but is observed",
+			resp: response(404, limits(5000, 0, reset, "core")...),
+			body: restBody("Not Found", ""),
+			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "404: Not Found", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "200 that spent the last unit stays ok but is observed",
+			resp: response(200, limits(5000, 0, reset, "core")...),
+			body: `{}`,
+			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "spent the last unit", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "REST 200 whose content mentions a secondary limit is ok",
+			resp: response(200),
+			body: `{"sha":"abc","message":"Handle: You have exceeded a secondary rate limit"}`,
+			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200"},
+		},
+		// Tricky 7: reset encodings.
+		{
+			name: "reset in epoch milliseconds is rejected, not invented",
+			resp: response(403, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1785931200000"),
+			body: restBody(msgPrimaryUser, ""),
+			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: 0, limit: 5000, reason: "reset unknown"},
+		},
+		{
+			name: "negative remaining is rejected",
+			resp: response(403, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "-1", "X-RateLimit-Reset", epoch(reset)),
+			body: restBody("Forbidden", ""),
+			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: unknown, limit: 5000, reason: "403: Forbidden"},
+		},
+		{
+			name: "retry-after as HTTP-date is relative to Date",
+			resp: response(429, "Date", httpDate(now.Add(-time.Hour)), "Retry-After", httpDate(now.Add(-time.Hour+90*time.Second))),
+			want: want{class: provider.ClassSecondary, retryAfter: 90 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 1m30s"},
+		},
+		{
+			name: "retry-after as HTTP-date without Date is relative to now",
+			resp: response(429, "Retry-After", httpDate(now.Add(45*time.Second))),
+			want: want{class: provider.ClassSecondary, retryAfter: 45 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 45s"},
+		},
+		{
+			name: "retry-after HTTP-date in the past is zero",
+			resp: response(429, "Retry-After", httpDate(now.Add(-time.Minute))),
+			want: want{class: provider.ClassSecondary, retryAfter: 0, remaining: unknown, limit: unknown, reason: "retry-after 0s"},
+		},
+		{
+			name: "garbage retry-after is not stated",
+			resp: response(429, "Retry-After", "soon"),
+			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no retry-after"},
+		},
+		// Tricky 11: clock skew.
+		{
+			name: "Date 1 h behind our clock moves the reset 1 h later",
+			resp: response(403,
+				"Date", httpDate(now.Add(-time.Hour)),
+				"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Resource", "core",
+				"X-RateLimit-Reset", epoch(now.Add(-time.Hour+20*time.Minute))),
+			body: restBody(msgPrimaryUser, ""),
+			want: want{class: provider.ClassQuota, resource: "core", resetAt: now.Add(20 * time.Minute), retryAfter: -1, remaining: 0, limit: 5000,
+				reason: "403 with x-ratelimit-remaining: 0", obs: 1, obsCause: quota.CauseExhausted},
+		},
+		{
+			name: "nil response",
+			resp: nil,
+			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no HTTP response"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := ClassifyHTTP(tt.resp, []byte(tt.body), now)
+			check(t, got, tt.want)
+		})
+	}
+}
+
+func TestClassifyHTTPSkewObservation(t *testing.T) {
+	t.Parallel()
+	// The server's clock is 1 h behind ours: its reset, 20 min after its
+	// Date, is 20 min after our now, i.e. 1 h after the raw epoch.
+	raw := now.Add(-time.Hour + 20*time.Minute)
+	resp := response(200, "Date", httpDate(now.Add(-time.Hour)), "X-RateLimit-Remaining", "10", "X-RateLimit-Reset", epoch(raw))
+	out := ClassifyHTTP(resp, nil, now)
+	if len(out.Observations) != 1 {
+		t.Fatalf("observations = %+v", out.Observations)
+	}
+	o := out.Observations[0]
+	if got := o.ResetAt.Sub(time.Unix(o.RawReset, 0)); got != time.Hour {
+		t.Errorf("ResetAt − raw epoch = %v, want 1h", got)
+	}
+	if o.RawReset != raw.Unix() || o.Limit != unknown || o.Remaining != 10 || o.Resource != "core" {
+		t.Errorf("observation = %+v", o)
+	}
+}
+
+func TestClassifyHTTPFromRaw(t *testing.T) {
+	t.Parallel()
+	raw := "HTTP/2 403 \r\n" +
+		"date: " + httpDate(now) + "\r\n" +
+		"content-type: application/json; charset=utf-8\r\n" +
+		"x-ratelimit-limit: 5000\r\n" +
+		"x-ratelimit-remaining: 0\r\n" +
+		"x-ratelimit-reset: " + epoch(now.Add(time.Hour)) + "\r\n" +
+		"x-ratelimit-used: 5000\r\n" +
+		"x-ratelimit-resource: core\r\n" +
+		"transfer-encoding: chunked\r\n\r\n" +
+		restBody(msgPrimaryUser, docPrimary)
+	resp, body, err := provider.ParseRawHTTP([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, ClassifyHTTP(resp, body, now), want{
+		class: provider.ClassQuota, resource: "core", resetAt: now.Add(time.Hour), retryAfter: -1, remaining: 0, limit: 5000,
+		reason: "403 with x-ratelimit-remaining: 0 (resource core)", obs: 1, obsCause: quota.CauseExhausted,
+	})
+}
+
+func TestObservations(t *testing.T) {
+	t.Parallel()
+	reset := now.Add(30 * time.Minute)
+	tests := []struct {
+		name string
+		kv   []string
+		want *quota.State
+	}{
+		{
+			name: "all headers",
+			kv:   limits(5000, 42, reset, "graphql"),
+			want: &quota.State{Key: quota.Key{Resource: "graphql"}, Limit: 5000, Remaining: 42, ResetAt: reset, ResetKnown: true, RawReset: reset.Unix(), ObservedAt: now, Source: quota.SourceHeaders},
+		},
+		{
+			name: "exhausted",
+			kv:   limits(30, 0, reset, "search"),
+			want: &quota.State{Key: quota.Key{Resource: "search"}, Limit: 30, Remaining: 0, ResetAt: reset, ResetKnown: true, RawReset: reset.Unix(), ObservedAt: now, Source: quota.SourceHeaders, Cause: quota.CauseExhausted},
+		},
+		{
+			name: "no Date: raw epoch",
+			kv:   []string{"X-RateLimit-Remaining", "7", "X-RateLimit-Reset", "1785931200"},
+			want: &quota.State{Key: quota.Key{Resource: "core"}, Limit: unknown, Remaining: 7, ResetAt: time.Unix(1785931200, 0), ResetKnown: true, RawReset: 1785931200, ObservedAt: now, Source: quota.SourceHeaders},
+		},
+		{
+			name: "unparseable Date: raw epoch",
+			kv:   []string{"Date", "yesterday", "X-RateLimit-Remaining", "7", "X-RateLimit-Reset", "1785931200"},
+			want: &quota.State{Key: quota.Key{Resource: "core"}, Limit: unknown, Remaining: 7, ResetAt: time.Unix(1785931200, 0), ResetKnown: true, RawReset: 1785931200, ObservedAt: now, Source: quota.SourceHeaders},
+		},
+		{
+			name: "resource is lowercased",
+			kv:   []string{"X-RateLimit-Remaining", "7", "X-RateLimit-Reset", "1785931200", "X-RateLimit-Resource", "Code_Search"},
+			want: &quota.State{Key: quota.Key{Resource: "code_search"}, Limit: unknown, Remaining: 7, ResetAt: time.Unix(1785931200, 0), ResetKnown: true, RawReset: 1785931200, ObservedAt: now, Source: quota.SourceHeaders},
+		},
+		{name: "none", kv: nil},
+		{name: "no reset", kv: []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Limit", "5000"}},
+		{name: "no remaining", kv: []string{"X-RateLimit-Reset", "1785931200", "X-RateLimit-Limit", "5000"}},
+		{name: "epoch milliseconds", kv: []string{"X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "1785931200000"}},
+		{name: "zero reset", kv: []string{"X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "0"}},
+		{name: "negative remaining", kv: []string{"X-RateLimit-Remaining", "-3", "X-RateLimit-Reset", "1785931200"}},
+		{name: "negative limit", kv: []string{"X-RateLimit-Limit", "-1", "X-RateLimit-Remaining", "3", "X-RateLimit-Reset", "1785931200"}},
+		{name: "fractional remaining", kv: []string{"X-RateLimit-Remaining", "3.5", "X-RateLimit-Reset", "1785931200"}},
+		{name: "bad resource", kv: []string{"X-RateLimit-Remaining", "3", "X-RateLimit-Reset", "1785931200", "X-RateLimit-Resource", "core; drop table"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Observations(response(200, tt.kv...).Header, now)
+			if tt.want == nil {
+				if len(got) != 0 {
+					t.Fatalf("got %+v, want no observation", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("got %d observations, want 1", len(got))
+			}
+			g := got[0]
+			if !g.ResetAt.Equal(tt.want.ResetAt) {
+				t.Errorf("ResetAt = %v, want %v", g.ResetAt, tt.want.ResetAt)
+			}
+			g.ResetAt, tt.want.ResetAt = time.Time{}, time.Time{}
+			if g != *tt.want {
+				t.Errorf("got %+v\nwant %+v", g, *tt.want)
+			}
+		})
+	}
+	if got := Observations(nil, now); got != nil {
+		t.Errorf("Observations(nil) = %v", got)
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"  two\n\tlines  ", 20, "two lines"},
+		{"  two\n\tlines  ", 5, "two l…"},
+		{strings.Repeat("a", 10), 5, "aaaaa…"},
+		{"ééééééé", 5, "ééééé…"},
+		{"a\x00b", 5, "a b"},
+		{"abcde", 5, "abcde"},
+	}
+	for _, tt := range tests {
+		if got := excerpt(tt.in, tt.n); got != tt.want {
+			t.Errorf("excerpt(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

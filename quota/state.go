@@ -1,0 +1,83 @@
+package quota
+
+import "time"
+
+// Cause says why a key holds back work.
+type Cause string
+
+const (
+	// CauseNone: the key has room above its reserve, or nothing is known.
+	CauseNone Cause = ""
+	// CauseExhausted: remaining is 0 or a call was rejected for quota. Every
+	// pass skips and every command waits until the reset.
+	CauseExhausted Cause = "exhausted"
+	// CauseBelowReserve: the key has fewer units left than its reserve.
+	// Passes skip; commands go on.
+	CauseBelowReserve Cause = "below-reserve"
+)
+
+// Source says where an observation came from.
+type Source string
+
+const (
+	SourceHeaders   Source = "headers"    // x-ratelimit-* headers of a response
+	SourceRateLimit Source = "rate_limit" // GitHub's free GET /rate_limit
+	SourceRejected  Source = "rejected"   // a call the provider rejected for quota
+)
+
+// Unknown marks a count that was not observed.
+const Unknown int64 = -1
+
+// State is what layover last observed of one quota.
+//
+// Limit and Remaining are in the provider's units, Unknown (-1) when not
+// observed. ResetAt is when the provider said the quota refills, on this
+// machine's clock (skew-corrected); when the provider gave no reset it is an
+// assumed time and ResetKnown is false. RawReset is the provider's own reset
+// value (epoch seconds for GitHub), 0 when unknown; it keys the activity log's
+// skip reasons because it does not move as the clock does.
+type State struct {
+	Key
+	Limit      int64
+	Remaining  int64
+	ResetAt    time.Time
+	ResetKnown bool
+	RawReset   int64
+	ObservedAt time.Time
+	ObservedBy string
+	Source     Source
+	Cause      Cause
+}
+
+// Expired reports whether the state no longer says anything at now: its reset
+// has passed. An expired state is ignored by every decision.
+func (s State) Expired(now time.Time) bool {
+	return !s.ResetAt.After(now)
+}
+
+// Exhausted reports whether the key is in a Quota wait at now: not expired,
+// and either nothing remains or a call was rejected for quota.
+func (s State) Exhausted(now time.Time) bool {
+	if s.Expired(now) {
+		return false
+	}
+	return s.Remaining == 0 || s.Cause == CauseExhausted
+}
+
+// BelowReserve reports whether the key has a known remaining count below
+// reserve at now.
+func (s State) BelowReserve(now time.Time, reserve int64) bool {
+	return !s.Expired(now) && s.Remaining >= 0 && s.Remaining < reserve
+}
+
+// CauseAt classifies the state at now against reserve: exhausted first, then
+// below the reserve, else none.
+func (s State) CauseAt(now time.Time, reserve int64) Cause {
+	switch {
+	case s.Exhausted(now):
+		return CauseExhausted
+	case s.BelowReserve(now, reserve):
+		return CauseBelowReserve
+	}
+	return CauseNone
+}

@@ -1,0 +1,185 @@
+// Package sqlite is layover's embedded store: one SQLite file in WAL mode,
+// through the pure-Go modernc.org/sqlite driver. Every write runs in an
+// immediate transaction with a busy timeout, so many layover processes may
+// share one file.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/layoverhq/layover/store"
+)
+
+//go:embed migration/*.up.sql
+var migrations embed.FS
+
+// BusyTimeoutMS is how long a writer waits for another process's write
+// transaction before giving up, in milliseconds.
+const BusyTimeoutMS = 10000
+
+// Store is a store.Store on one SQLite file. Safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// PathError reports a store location that cannot be used: a directory, a
+// path whose folder cannot be made, a file that cannot be created. It is the
+// user's input that is wrong, not layover.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return fmt.Sprintf("store %s: %v", e.Path, e.Err) }
+func (e *PathError) Unwrap() error { return e.Err }
+
+// DefaultPath is $XDG_STATE_HOME/layover/layover.db, else
+// ~/.local/state/layover/layover.db.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "layover", "layover.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no home directory for the default store: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "layover", "layover.db"), nil
+}
+
+// Open opens (creating if needed) the store at path. A new folder is made
+// 0700 and a new file 0600. Pending migrations are applied.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, &PathError{Path: path, Err: errors.New("empty path")}
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, &PathError{Path: path, Err: errors.New("path may not contain '?' or '#'")}
+	}
+	if err := prepareFile(path); err != nil {
+		return nil, err
+	}
+	// SQLite is opened with URIs enabled: a relative path starting "file:"
+	// would name another file than the one prepareFile made, created with
+	// the umask's mode. An absolute path is never taken for a URI.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &PathError{Path: path, Err: err}
+	}
+	q := "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeoutMS) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", abs+"?"+q)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// prepareFile makes the folder (0700) and an empty file (0600) when missing,
+// so that SQLite, and the WAL files it derives from the file's mode, never
+// create anything readable by others.
+func prepareFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return &PathError{Path: path, Err: errors.New("is a directory")}
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return &PathError{Path: path, Err: err}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return &PathError{Path: path, Err: err}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return &PathError{Path: path, Err: err}
+	}
+	if f != nil {
+		return f.Close()
+	}
+	return nil
+}
+
+// Path is the file the store is kept in.
+func (s *Store) Path() string { return s.path }
+
+// DB exposes the database for tests and benchmarks of this package's users.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// migrate applies every embedded migration newer than PRAGMA user_version.
+// The common case, an up-to-date file, costs one read.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migration/*.up.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	latest := len(names)
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v == latest {
+		return nil
+	}
+	if v > latest {
+		return fmt.Errorf("schema version %d is newer than this layover knows (%d)", v, latest)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		// Re-read inside the write lock: another process may have migrated.
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		for i := v; i < latest; i++ {
+			body, err := migrations.ReadFile(names[i])
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", names[i], err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(latest))
+		return err
+	})
+}
+
+// inTx runs fn in an immediate transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
