@@ -1,6 +1,6 @@
 // Package redact removes secrets from text before it is stored, logged or
-// shown: tokens of the shapes providers issue, Authorization values, and any
-// exact secret the caller knows.
+// shown: tokens of the shapes providers issue, Authorization values, URL
+// passwords, and any exact secret the caller knows.
 package redact
 
 import (
@@ -11,43 +11,44 @@ import (
 // Mask replaces a secret.
 const Mask = "[redacted]"
 
-var patterns = []*regexp.Regexp{
-	// GitHub: classic and fine-grained personal, OAuth, user-to-server,
-	// server-to-server and refresh tokens.
-	regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
-	// Anthropic and OpenAI API keys, Google API keys.
-	regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`),
-	// Authorization header values and URL credentials.
-	regexp.MustCompile(`(?i)\b(authorization:\s*(?:bearer|token|basic)\s+)\S+`),
-	regexp.MustCompile(`(?i)\b((?:bearer|token)\s+)[A-Za-z0-9_\-\.=]{16,}`),
-	regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/]+@`),
+// rule masks what re matches; repl keeps the non-secret groups around it.
+type rule struct {
+	re   *regexp.Regexp
+	repl string
 }
 
-// String returns s with every recognisable secret and each of known masked.
+var rules = []rule{
+	// GitHub: classic and fine-grained personal, OAuth, user-to-server,
+	// server-to-server and refresh tokens.
+	{regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mask},
+	// Anthropic and OpenAI API keys; Google API keys.
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Mask},
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), Mask},
+	// Authorization header values, and long values after "bearer"/"token".
+	{regexp.MustCompile(`(?i)\b(authorization:\s*(?:bearer|token|basic)\s+)[^\s'"\[][^\s'"]*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b((?:bearer|token)\s+)[A-Za-z0-9_\-\.=]{16,}`), "${1}" + Mask},
+	// Passwords in URLs.
+	{regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/\[][^@\s/]*@`), "${1}" + Mask + "@"},
+}
+
+// String returns s with each known secret (of 8 bytes or more) and every
+// recognisable secret masked.
 func String(s string, known ...string) string {
 	for _, k := range known {
 		if len(k) >= 8 {
 			s = strings.ReplaceAll(s, k, Mask)
 		}
 	}
-	for i, re := range patterns {
-		switch {
-		case i >= 3 && i <= 4:
-			s = re.ReplaceAllString(s, "${1}"+Mask)
-		case i == 5:
-			s = re.ReplaceAllString(s, "${1}"+Mask+"@")
-		default:
-			s = re.ReplaceAllString(s, Mask)
-		}
+	for _, r := range rules {
+		s = r.re.ReplaceAllString(s, r.repl)
 	}
 	return s
 }
 
 // Contains reports whether s holds a recognisable secret.
 func Contains(s string) bool {
-	for _, re := range patterns {
-		if re.MatchString(s) {
+	for _, r := range rules {
+		if r.re.MatchString(s) {
 			return true
 		}
 	}
