@@ -33,7 +33,8 @@ func runChild(ctx context.Context, env *Env, argv []string) error {
 	return exitCode(res.Code)
 }
 
-// startChild runs argv to completion, forwarding SIGINT and SIGTERM to it.
+// startChild runs argv to completion, forwarding SIGTERM to it, and SIGINT
+// when no terminal delivered it already.
 // With capture, the tails of its stdout and stderr are kept as well as
 // passed through. A command that cannot be started is an exitError with
 // code 126 or 127.
@@ -79,7 +80,11 @@ func startChild(ctx context.Context, env *Env, argv []string, capture bool) (chi
 				mu.Lock()
 				signalled = sig
 				mu.Unlock()
-				cmd.Process.Signal(sig)
+				// On a terminal, ^C already reached the child through its
+				// process group; a second SIGINT would force-quit it.
+				if sig != syscall.SIGINT || !env.Terminal {
+					cmd.Process.Signal(sig)
+				}
 			case <-ctx.Done():
 				cmd.Process.Signal(syscall.SIGTERM)
 				return
