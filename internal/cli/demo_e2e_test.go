@@ -18,10 +18,10 @@ func TestDemo(t *testing.T) {
 	all := r.stdout + r.stderr
 	for _, want := range []string{
 		"1. A scheduled pass", `"path":"/repos/octo/demo"`, // the pass ran its command
-		"API rate limit exceeded",                 // the quota ran out
-		"Quota wait until",                        // the command waits, visibly
-		"skipped: GitHub Quota wait until",        // passes during the wait are skipped
-		"Waiting commands:",                       // status lists the waiting command
+		"API rate limit exceeded",                // the quota ran out
+		"Quota wait until",                       // the command waits, visibly
+		"skipped: GitHub Quota wait until",       // passes during the wait are skipped
+		"Waiting commands:",                      // status lists the waiting command
 		"Waited ", "for the GitHub quota (core)", // both commands finish after the reset
 	} {
 		if !strings.Contains(all, want) {
