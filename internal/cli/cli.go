@@ -89,6 +89,16 @@ func commands() []command {
 		{"status", "show quota waits, waiting commands and the last state of every quota", runStatus},
 		{"activity", "show the activity log", runActivity},
 		{"classify", "classify a provider response or a failed command's output", runClassify},
+		{"receipt", "validate or show a deferred receipt", runReceipt},
+		{"serve", "run the durable host: wake deferred jobs and run them fresh", runServe},
+		{"submit", "queue a job for the durable host", runSubmit},
+		{"jobs", "list jobs", runJobs},
+		{"show", "show one job with its history", runShow},
+		{"cancel", "cancel a job", runCancel},
+		{"approve", "approve a job's resume", runApprove},
+		{"unblock", "return a blocked job to ready", runUnblock},
+		{"adopt", "hand a job deferred without a host to the live host", runAdopt},
+		{"checkpoint", "record a job's last verified stage (inside a job)", runCheckpoint},
 		{"demo", "show layover against an embedded fake GitHub in under a minute", runDemo},
 	}
 }

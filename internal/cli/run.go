@@ -23,6 +23,11 @@ type RunOptions struct {
 	Store     string
 	Principal string
 	Command   []string
+	// DeferAfter: a wait longer than this is not waited but deferred with a
+	// receipt (exit 6). Negative: never defer.
+	DeferAfter time.Duration
+	// Submit also records the deferred job for the durable host.
+	Submit bool
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
@@ -32,6 +37,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
+	deferAfter := fs.String("defer-after", "", "defer with a receipt (exit 6) instead of waiting longer than this")
+	fs.BoolVar(&opts.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
 	cmd, err := fs.parseWithCommand(env, args)
 	if err != nil {
 		return err
@@ -39,6 +46,16 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	opts.Command, opts.Store = cmd, *storeLoc
 	if err := opts.Policy.Validate(); err != nil {
 		return usageErr("run: %v", err)
+	}
+	opts.DeferAfter = -1
+	if *deferAfter != "" {
+		d, err := time.ParseDuration(*deferAfter)
+		if err != nil || d < 0 {
+			return usageErr("run: --defer-after %q: want a duration >= 0", *deferAfter)
+		}
+		opts.DeferAfter = d
+	} else if opts.Submit {
+		opts.DeferAfter = 0
 	}
 	return opts.run(ctx, env)
 }
@@ -94,11 +111,16 @@ func (r *runner) loop(ctx context.Context) error {
 		out := github.ClassifyCLI(res.Code, res.Stdout, res.Stderr, r.env.Clock.Now())
 		switch out.Class {
 		case provider.ClassQuota:
-			key, until, err := r.recordExhaustion(ctx, out)
+			state, until, err := r.recordExhaustion(ctx, out)
 			if err != nil {
 				return err
 			}
-			if err := r.wait(ctx, key, until, "Quota wait", res.Code); err != nil {
+			if state.ResetKnown {
+				if done, err := r.maybeDefer(ctx, state.Key, state.ResetAt, until, false); done {
+					return err
+				}
+			}
+			if err := r.wait(ctx, state.Key, until, "Quota wait", res.Code); err != nil {
 				return err
 			}
 		case provider.ClassSecondary:
@@ -108,7 +130,13 @@ func (r *runner) loop(ctx context.Context) error {
 				return exitCode(res.Code)
 			}
 			key := r.target.key(cmp.Or(out.Resource, "core"))
-			until := r.env.Clock.Now().Add(r.opts.Policy.SecondaryDelay(out.RetryAfter))
+			now := r.env.Clock.Now()
+			until := now.Add(r.opts.Policy.SecondaryDelay(out.RetryAfter))
+			if out.RetryAfter >= 0 {
+				if done, err := r.maybeDefer(ctx, key, now.Add(out.RetryAfter), until, true); done {
+					return err
+				}
+			}
 			if err := r.wait(ctx, key, until, "Secondary limit wait", res.Code); err != nil {
 				return err
 			}
@@ -141,6 +169,11 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 			return nil
 		}
 		until := r.opts.Policy.ResumeAt(blocking.ResetAt, r.env.Rand)
+		if blocking.ResetKnown {
+			if done, err := r.maybeDefer(ctx, blocking.Key, blocking.ResetAt, until, false); done {
+				return err
+			}
+		}
 		if err := r.budget.Take(until.Sub(now)); err != nil {
 			return &exitError{code: ExitCapExceeded, msg: fmt.Sprintf("not started: the GitHub quota (%s) is exhausted until %s; %v",
 				blocking.Resource, humanTime(blocking.ResetAt), err)}
@@ -187,7 +220,7 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 // itself or GitHub's free /rate_limit, records the Quota wait in the ledger
 // and returns the key and when to run again. A reset it cannot learn is
 // assumed Policy.UnknownReset ahead.
-func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.Key, time.Time, error) {
+func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
 	p := r.opts.Policy
 	resource := cmp.Or(out.Resource, "core")
 	state := quota.State{Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted}
@@ -216,14 +249,14 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 				}
 			}
 			if err := r.st.RecordStates(ctx, fresh); err != nil {
-				return quota.Key{}, time.Time{}, internalErr("write store: %v", err)
+				return quota.State{}, time.Time{}, internalErr("write store: %v", err)
 			}
 			// The quota already has room: the reset came between the
 			// failure and the check. Run again after the margin, once; a
 			// second such failure in a row waits the assumed reset.
 			if room && state.ResetAt.IsZero() && r.resetMissed == 0 {
 				r.resetMissed++
-				return r.target.key(resource), p.ResumeAt(r.env.Clock.Now(), r.env.Rand), nil
+				return quota.State{Key: r.target.key(resource)}, p.ResumeAt(r.env.Clock.Now(), r.env.Rand), nil
 			}
 		} else {
 			fmt.Fprintf(r.env.Stderr, "layover: could not read the GitHub quota (%s); assuming it resets in %s\n",
@@ -242,7 +275,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 	state.Key = r.target.key(resource)
 	state.ObservedAt, state.ObservedBy = now, r.env.Hostname
 	if err := r.st.RecordStates(ctx, []quota.State{state}); err != nil {
-		return quota.Key{}, time.Time{}, internalErr("write store: %v", err)
+		return quota.State{}, time.Time{}, internalErr("write store: %v", err)
 	}
-	return state.Key, p.ResumeAt(state.ResetAt, r.env.Rand), nil
+	return state, p.ResumeAt(state.ResetAt, r.env.Rand), nil
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	hostpkg "github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -56,6 +59,15 @@ type statusWaiter struct {
 type statusJSON struct {
 	Quota   []statusQuota  `json:"quota"`
 	Waiting []statusWaiter `json:"waiting"`
+	Jobs    map[string]int `json:"jobs"`
+	Hosts   []statusHost   `json:"hosts"`
+}
+
+type statusHost struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hostname"`
+	LastSeen any    `json:"last_seen"`
+	Live     bool   `json:"live"`
 }
 
 func (o *StatusOptions) run(ctx context.Context, env *Env) error {
@@ -73,7 +85,24 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		return internalErr("read store: %v", err)
 	}
 	now := env.Clock.Now()
-	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}}
+	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}, Jobs: map[string]int{}, Hosts: []statusHost{}}
+	if js, ok := st.(hostpkg.Store); ok {
+		counts, err := js.CountJobs(ctx)
+		if err != nil {
+			return internalErr("read store: %v", err)
+		}
+		for state, n := range counts {
+			out.Jobs[string(state)] = n
+		}
+		hosts, err := js.Hosts(ctx)
+		if err != nil {
+			return internalErr("read store: %v", err)
+		}
+		for _, h := range hosts {
+			out.Hosts = append(out.Hosts, statusHost{ID: h.ID, Hostname: h.Hostname, LastSeen: jsonTime(h.LastSeen),
+				Live: h.Live(now, hostpkg.DefaultLease)})
+		}
+	}
 	for _, s := range states {
 		q := statusQuota{Host: s.Host, Principal: s.Principal, Resource: s.Resource,
 			Limit: known(s.Limit), Remaining: known(s.Remaining), ResetAt: jsonTime(s.ResetAt),
@@ -112,6 +141,22 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 			fmt.Fprintf(tw, "  pid %d\t%s\t%s\t%s\n", w.PID, w.Key, w.Stage, w.Command)
 		}
 		tw.Flush()
+	}
+	for _, h := range out.Hosts {
+		live := "not live"
+		if h.Live {
+			live = "live"
+		}
+		fmt.Fprintf(env.Stdout, "Durable host %s on %s: %s, last seen %s\n", h.ID, h.Hostname, live, h.LastSeen)
+	}
+	if len(out.Jobs) > 0 {
+		var parts []string
+		for _, state := range job.States {
+			if n := out.Jobs[string(state)]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, state))
+			}
+		}
+		fmt.Fprintf(env.Stdout, "Jobs: %s\n", strings.Join(parts, ", "))
 	}
 	if len(states) == 0 {
 		fmt.Fprintln(env.Stdout, "No quota observed yet.")

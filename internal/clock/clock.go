@@ -80,6 +80,13 @@ func (f *Fake) Advance(d time.Duration) {
 	f.timers = kept
 }
 
+// Set moves the time to t, if t is later, firing every timer due.
+func (f *Fake) Set(t time.Time) {
+	if d := t.Sub(f.Now()); d > 0 {
+		f.Advance(d)
+	}
+}
+
 // TimerAdded returns a channel that receives each time a timer is
 // registered, so a test can wait until the code under test is waiting
 // before it advances the clock.

@@ -1,0 +1,360 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// Store is what a host needs of its store: the ledger and the jobs.
+type Store interface {
+	store.Store
+	store.Jobs
+}
+
+// Quotas resolves a job's quota names and reads their state.
+type Quotas interface {
+	// Keys resolves names ("github", "github:core") to keys.
+	Keys(ctx context.Context, names []string) ([]quota.Key, error)
+	// Fresh reads the current state of keys from the provider (for GitHub
+	// its free /rate_limit), records it in the ledger and returns it. An
+	// error means the check itself failed; the host then trusts the ledger.
+	Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error)
+}
+
+// Defaults of DESIGN.md.
+const (
+	DefaultLease       = 30 * time.Second
+	DefaultHeartbeat   = 10 * time.Second
+	DefaultResumeRate  = 10 // resumes per second per key
+	DefaultConcurrency = 16
+	DefaultMaxAttempts = 3
+	DefaultBackoff     = 10 * time.Second
+)
+
+// ProbeBackoff is the wait before probing a quota whose reset is unknown
+// again: 15, 30, 60, then 120 minutes.
+var ProbeBackoff = []time.Duration{15 * time.Minute, 30 * time.Minute, 60 * time.Minute, 120 * time.Minute}
+
+// Config configures a Host. Store and Runner are required.
+type Config struct {
+	Store  Store
+	Runner Runner
+	// Quotas resolves quota names; nil means jobs' quotas are not checked.
+	Quotas Quotas
+	Policy quota.Policy
+	Clock  clock.Clock
+	Rand   quota.Rand
+	// Lease is how long a claim holds without renewal; Heartbeat how often
+	// the host renews its leases and its liveness. Heartbeat < Lease.
+	Lease, Heartbeat time.Duration
+	// ResumeRate is how many resumes per second may start per quota key.
+	ResumeRate float64
+	// Concurrency is how many jobs may run at once.
+	Concurrency int
+	// Env is the environment jobs inherit (default os.Environ()).
+	Env []string
+	// StoreLocation is handed to jobs as LAYOVER_STORE, so `layover
+	// checkpoint` inside a job finds the host's store.
+	StoreLocation string
+	// CheckpointDir holds the files LAYOVER_CHECKPOINT points at (default
+	// a temporary directory).
+	CheckpointDir string
+	// Shell runs the *-cmd hooks (default /bin/sh).
+	Shell string
+	// ID names the host in the store (default a random id); Hostname is
+	// shown by status.
+	ID, Hostname string
+	Logger       *slog.Logger
+}
+
+// Host is a durable host. Start it once; Stop may be called any number of
+// times, before or after Start. Safe for concurrent use.
+type Host struct {
+	cfg Config
+	st  Store
+
+	mu      sync.Mutex
+	active  map[string]*active // job id -> running attempt
+	lastRes map[quota.Key]time.Time
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup // the scheduler and the heartbeat
+	jobs    sync.WaitGroup // attempts in flight
+	wake    chan struct{}
+}
+
+// active is a job this host holds.
+type active struct {
+	fence  int64
+	cancel context.CancelFunc
+}
+
+// New validates cfg and returns a host.
+func New(cfg Config) (*Host, error) {
+	if cfg.Store == nil || cfg.Runner == nil {
+		return nil, errors.New("host: Store and Runner are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = quota.NewRand()
+	}
+	if cfg.Policy.UnknownReset == 0 { // the zero Policy: use the defaults
+		cfg.Policy = quota.DefaultPolicy()
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	cfg.Lease = orDuration(cfg.Lease, DefaultLease)
+	cfg.Heartbeat = orDuration(cfg.Heartbeat, DefaultHeartbeat)
+	if cfg.Heartbeat >= cfg.Lease {
+		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.Lease)
+	}
+	if cfg.ResumeRate <= 0 {
+		cfg.ResumeRate = DefaultResumeRate
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
+	}
+	if cfg.ID == "" {
+		cfg.ID = "host-" + randomHex(8)
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname, _ = os.Hostname()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Host{cfg: cfg, st: cfg.Store, active: map[string]*active{}, lastRes: map[quota.Key]time.Time{},
+		wake: make(chan struct{}, 1)}, nil
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ID is the host's id in the store.
+func (h *Host) ID() string { return h.cfg.ID }
+
+// Start registers the host and starts its scheduler and heartbeat. It
+// returns once the host is registered, so a deferral recorded after Start
+// is retained.
+func (h *Host) Start(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started || h.stopped {
+		return errors.New("host: already started or stopped")
+	}
+	now := h.cfg.Clock.Now()
+	if h.cfg.CheckpointDir == "" {
+		dir, err := os.MkdirTemp("", "layover-checkpoints-")
+		if err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
+		h.cfg.CheckpointDir = dir
+	}
+	if err := h.st.RegisterHost(ctx, job.Host{ID: h.cfg.ID, Hostname: h.cfg.Hostname, PID: os.Getpid(),
+		StartedAt: now, LastSeen: now}); err != nil {
+		return fmt.Errorf("host: register: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.cancel, h.started = cancel, true
+	h.loops.Add(2)
+	go h.loop(ctx)
+	go h.heartbeat(ctx)
+	return nil
+}
+
+// Stop ends the scheduler, stops every running attempt and gives its job
+// back (ready, no attempt counted), and unregisters the host.
+func (h *Host) Stop() {
+	h.mu.Lock()
+	if h.stopped || !h.started {
+		h.stopped = true
+		h.mu.Unlock()
+		return
+	}
+	h.stopped = true
+	h.cancel()
+	h.mu.Unlock()
+	h.loops.Wait()
+	h.jobs.Wait()
+	h.st.UnregisterHost(context.Background(), h.cfg.ID)
+}
+
+// Nudge asks the scheduler to look for due work now, as after a submit.
+func (h *Host) Nudge() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop sweeps, claims and starts due jobs, then sleeps until the next due
+// time or a nudge.
+func (h *Host) loop(ctx context.Context) {
+	defer h.loops.Done()
+	for ctx.Err() == nil {
+		now := h.cfg.Clock.Now()
+		swept, err := h.st.SweepJobs(ctx, now)
+		if err != nil && ctx.Err() == nil {
+			h.cfg.Logger.Error("sweep", "err", err)
+		}
+		if swept.Reclaimed > 0 && h.running() > 0 {
+			// The sweep may have taken back a job this host runs (its
+			// progress deadline passed): stop it now, not at the next
+			// heartbeat.
+			if lost, err := h.st.RenewLeases(ctx, h.cfg.ID, h.held(), now, h.cfg.Lease); err == nil {
+				for _, id := range lost {
+					h.lose(id)
+				}
+			}
+		}
+		full := false
+		if free := h.cfg.Concurrency - h.running(); free > 0 {
+			claimed, err := h.st.ClaimJobs(ctx, h.cfg.ID, now, h.cfg.Lease, free)
+			if err != nil && ctx.Err() == nil {
+				h.cfg.Logger.Error("claim", "err", err)
+			}
+			for _, j := range claimed {
+				h.startJob(ctx, j)
+			}
+			full = len(claimed) == free
+		}
+		sleep := h.cfg.Heartbeat
+		if !full {
+			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
+				sleep = min(sleep, max(at.Sub(h.cfg.Clock.Now()), 0))
+			}
+		}
+		if full && h.running() < h.cfg.Concurrency {
+			sleep = 0
+		}
+		select {
+		case <-ctx.Done():
+		case <-h.wake:
+		case <-h.cfg.Clock.After(sleep):
+		}
+	}
+}
+
+func (h *Host) running() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.active)
+}
+
+func (h *Host) startJob(ctx context.Context, j job.Job) {
+	jctx, cancel := context.WithCancel(ctx)
+	h.mu.Lock()
+	h.active[j.ID] = &active{fence: j.Fence, cancel: cancel}
+	h.mu.Unlock()
+	h.jobs.Add(1)
+	go func() {
+		defer h.jobs.Done()
+		defer func() {
+			cancel()
+			h.mu.Lock()
+			delete(h.active, j.ID)
+			h.mu.Unlock()
+			h.Nudge()
+		}()
+		h.execute(jctx, j)
+	}()
+}
+
+// heartbeat renews the host's liveness and its leases. A lease it cannot
+// renew is lost: the attempt is stopped at once. When the store cannot be
+// reached, attempts are stopped before their leases could run out, so no
+// other host ever runs a job this one still runs.
+func (h *Host) heartbeat(ctx context.Context) {
+	defer h.loops.Done()
+	lastOK := h.cfg.Clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.cfg.Clock.After(h.cfg.Heartbeat):
+		}
+		now := h.cfg.Clock.Now()
+		held := h.held()
+		err := h.st.HostHeartbeat(ctx, h.cfg.ID, now)
+		var lost []string
+		if err == nil {
+			lost, err = h.st.RenewLeases(ctx, h.cfg.ID, held, now, h.cfg.Lease)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			h.cfg.Logger.Error("heartbeat", "err", err)
+			if now.Sub(lastOK) >= h.cfg.Lease-h.cfg.Heartbeat {
+				lost = keys(held)
+			}
+		} else {
+			lastOK = now
+		}
+		for _, id := range lost {
+			h.lose(id)
+		}
+	}
+}
+
+func (h *Host) held() map[string]int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := make(map[string]int64, len(h.active))
+	for id, a := range h.active {
+		m[id] = a.fence
+	}
+	return m
+}
+
+func keys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// lose stops the attempt of a job whose lease this host lost.
+func (h *Host) lose(id string) {
+	h.mu.Lock()
+	a := h.active[id]
+	h.mu.Unlock()
+	if a != nil {
+		h.cfg.Logger.Warn("lease lost; stopping the attempt", "job", id)
+		a.cancel()
+	}
+}

@@ -1,0 +1,150 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/layoverhq/layover/provider"
+)
+
+// Classifier turns a failed process's exit code and output into an outcome.
+type Classifier func(exitCode int, stdout, stderr []byte, now time.Time) provider.Outcome
+
+// ProcessRunner runs each attempt as a process in its own process group.
+// The process dies with the host (parent-death signal) and its whole group
+// is signalled when the attempt's context ends: SIGTERM, then SIGKILL after
+// Grace.
+type ProcessRunner struct {
+	// Classify reads a failed attempt's output. Required.
+	Classify Classifier
+	// Output receives the processes' output, each line prefixed with the job
+	// id; nil discards it.
+	Output io.Writer
+	// Grace is how long a signalled process has before SIGKILL (default 5 s).
+	Grace time.Duration
+	// Now is the clock for classification (default time.Now).
+	Now func() time.Time
+}
+
+// tailLimit bounds the output kept for classifying one attempt.
+const tailLimit = 64 << 10
+
+// Run implements Runner.
+func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
+	if len(r.Argv) == 0 {
+		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "empty command")}
+	}
+	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
+	cmd.Env = r.Env
+	cmd.Dir = r.Job.Spec.Workdir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
+	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
+	cmd.Stdout, cmd.Stderr = out, errw
+	if err := cmd.Start(); err != nil {
+		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "cannot start: "+err.Error())}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			grace := p.Grace
+			if grace <= 0 {
+				grace = 5 * time.Second
+			}
+			select {
+			case <-done:
+			case <-time.After(grace):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	// Whatever the leader's fate, leave nothing of its group behind.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	out.flush()
+	errw.flush()
+	code := exitCode(cmd.ProcessState, err)
+	if code == 0 {
+		return Result{Outcome: provider.Unknown("process", provider.ClassOK, "exit 0")}
+	}
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	o := p.Classify(code, out.tail(), errw.tail(), now())
+	if ctx.Err() != nil {
+		o = provider.Unknown(o.Provider, provider.ClassTransient, "stopped by the host")
+	}
+	return Result{ExitCode: code, Outcome: o}
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// tailWriter keeps the last tailLimit bytes and copies whole lines, with a
+// prefix, to w.
+type tailWriter struct {
+	mu     sync.Mutex
+	prefix string
+	w      io.Writer
+	buf    []byte // tail
+	line   []byte // partial line not yet copied
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailLimit; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	if t.w == nil {
+		return len(p), nil
+	}
+	t.line = append(t.line, p...)
+	for {
+		i := bytes.IndexByte(t.line, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(t.w, "%s%s\n", t.prefix, t.line[:i])
+		t.line = t.line[i+1:]
+	}
+	if len(t.line) > tailLimit {
+		t.line = t.line[:0]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.w != nil && len(t.line) > 0 {
+		fmt.Fprintf(t.w, "%s%s\n", t.prefix, t.line)
+		t.line = nil
+	}
+}
+
+func (t *tailWriter) tail() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}

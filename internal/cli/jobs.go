@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/layoverhq/layover/job"
+)
+
+// JobsOptions are the flags of layover jobs.
+type JobsOptions struct {
+	State string
+	JSON  bool
+	Store string
+}
+
+func runJobs(ctx context.Context, env *Env, args []string) error {
+	var o JobsOptions
+	fs := newFlagSet("jobs", "jobs [--state S] [--json]")
+	fs.StringVar(&o.State, "state", "", "only jobs in this state")
+	fs.BoolVar(&o.JSON, "json", false, "print JSON")
+	storeLoc := storeFlag(fs)
+	if err := fs.parseNoArgs(env, args); err != nil {
+		return err
+	}
+	if o.State != "" && !job.State(o.State).Valid() {
+		return usageErr("jobs: unknown state %q (known: %v)", o.State, job.States)
+	}
+	st, err := openJobStore(ctx, env, *storeLoc)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	jobs, err := st.ListJobs(ctx, job.State(o.State))
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	if o.JSON {
+		out := []jobJSON{}
+		for _, j := range jobs {
+			out = append(out, toJobJSON(j))
+		}
+		return writeJSON(env, out)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(env.Stdout, "No jobs.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tSTAGE\tNAME\tPRIORITY\tUPDATED")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.State, j.Stage, j.Spec.Name, j.Spec.Priority, humanTime(j.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// jobJSON is DESIGN.md's show contract; jobs --json leaves out the history.
+type jobJSON struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	State       job.State         `json:"state"`
+	Stage       string            `json:"stage"`
+	Ownership   any               `json:"ownership"`
+	Spec        specJSON          `json:"spec"`
+	Attempts    []job.Attempt     `json:"attempts,omitempty"`
+	Receipts    []json.RawMessage `json:"receipts,omitempty"`
+	Transitions []job.Transition  `json:"transitions,omitempty"`
+	Checkpoint  *job.Checkpoint   `json:"checkpoint"`
+}
+
+type specJSON struct {
+	Argv                  []string `json:"argv"`
+	EnvNames              []string `json:"env_names"`
+	Quota                 []string `json:"quota"`
+	Priority              int      `json:"priority"`
+	Deadline              any      `json:"deadline"`
+	ResumeCmd             any      `json:"resume_cmd"`
+	CheckCmd              any      `json:"check_cmd"`
+	VerifyCmd             any      `json:"verify_cmd"`
+	PlanCmd               any      `json:"plan_cmd"`
+	FreshApprovalRequired bool     `json:"fresh_approval_required"`
+	MaxAttempts           int      `json:"max_attempts"`
+	ProgressTimeout       any      `json:"progress_timeout"`
+	Provider              string   `json:"provider"`
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func toJobJSON(j job.Job) jobJSON {
+	out := jobJSON{ID: j.ID, Name: j.Spec.Name, State: j.State, Stage: j.Stage, Ownership: nullable(string(j.Ownership)),
+		Checkpoint: j.Checkpoint, Spec: specJSON{
+			Argv: j.Spec.Argv, EnvNames: nonNil(j.Spec.EnvNames), Quota: nonNil(j.Spec.Quota), Priority: j.Spec.Priority,
+			Deadline: jsonTime(j.Spec.Deadline), ResumeCmd: nullable(j.Spec.ResumeCmd), CheckCmd: nullable(j.Spec.CheckCmd),
+			VerifyCmd: nullable(j.Spec.VerifyCmd), PlanCmd: nullable(j.Spec.PlanCmd),
+			FreshApprovalRequired: j.Spec.FreshApprovalRequired, MaxAttempts: j.Spec.MaxAttempts, Provider: j.Spec.Provider}}
+	if j.Spec.ProgressTimeout > 0 {
+		out.Spec.ProgressTimeout = j.Spec.ProgressTimeout.String()
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func writeJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// ShowOptions are the flags of layover show.
+type ShowOptions struct {
+	JSON  bool
+	Store string
+}
+
+func runShow(ctx context.Context, env *Env, args []string) error {
+	var o ShowOptions
+	fs := newFlagSet("show", "show ID [--json]")
+	fs.BoolVar(&o.JSON, "json", false, "print JSON (DESIGN.md's show contract)")
+	storeLoc := storeFlag(fs)
+	id, err := fs.parseID(env, args)
+	if err != nil {
+		return err
+	}
+	st, err := openJobStore(ctx, env, *storeLoc)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	j, err := st.Job(ctx, id)
+	if err != nil {
+		return jobError(err)
+	}
+	hist, err := st.JobHistory(ctx, id)
+	if err != nil {
+		return jobError(err)
+	}
+	out := toJobJSON(j)
+	out.Attempts, out.Transitions = nonNilSlice(hist.Attempts), nonNilSlice(hist.Transitions)
+	out.Receipts = []json.RawMessage{}
+	for _, r := range hist.Receipts {
+		out.Receipts = append(out.Receipts, json.RawMessage(r.JSON))
+	}
+	if o.JSON {
+		return writeJSON(env, out)
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "Job %s", j.ID)
+	if j.Spec.Name != "" {
+		fmt.Fprintf(w, " (%s)", j.Spec.Name)
+	}
+	fmt.Fprintf(w, "\n  state:     %s\n  stage:     %s\n", j.State, j.Stage)
+	if j.Ownership != job.NoOwnership {
+		fmt.Fprintf(w, "  ownership: %s\n", j.Ownership)
+	}
+	fmt.Fprintf(w, "  command:   %v\n  priority:  %d\n  deadline:  %s\n", j.Spec.Argv, j.Spec.Priority, humanTime(j.Spec.Deadline))
+	if j.Checkpoint != nil {
+		fmt.Fprintf(w, "  checkpoint: %s at %s\n", j.Checkpoint.Stage, humanTime(j.Checkpoint.At))
+	}
+	fmt.Fprintln(w, "Transitions:")
+	for _, t := range hist.Transitions {
+		from := string(t.From)
+		if from == "" {
+			from = "-"
+		}
+		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", humanTime(t.At), from, t.To, t.Reason)
+	}
+	if len(hist.Attempts) > 0 {
+		fmt.Fprintln(w, "Attempts:")
+		for _, a := range hist.Attempts {
+			code := "-"
+			if a.ExitCode != nil {
+				code = fmt.Sprint(*a.ExitCode)
+			}
+			fmt.Fprintf(w, "  %s  fence %d  started %s  outcome %s  exit %s\n", a.ID, a.Fence, humanTime(a.StartedAt), a.Outcome, code)
+		}
+	}
+	if len(hist.Receipts) > 0 {
+		fmt.Fprintf(w, "Receipts: %d (layover show %s --json prints them)\n", len(hist.Receipts), j.ID)
+	}
+	return nil
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// parseID parses flags around exactly one positional job id.
+func (fs *flagSet) parseID(env *Env, args []string) (string, error) {
+	// Accept the id before or after the flags.
+	var id string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.parse(env, args); err != nil {
+		return "", err
+	}
+	rest := fs.Args()
+	if id == "" && len(rest) > 0 {
+		id, rest = rest[0], rest[1:]
+	}
+	if id == "" {
+		return "", usageErr("%s: missing job id (layover %s)", fs.Name(), fs.synopsis)
+	}
+	if len(rest) > 0 {
+		return "", usageErr("%s: unexpected argument %q", fs.Name(), rest[0])
+	}
+	return id, nil
+}

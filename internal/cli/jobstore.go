@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+)
+
+// openJobStore opens the store for the job commands.
+func openJobStore(ctx context.Context, env *Env, loc string) (host.Store, error) {
+	st, err := openStore(ctx, env, loc)
+	if err != nil {
+		return nil, err
+	}
+	js, ok := st.(host.Store)
+	if !ok {
+		st.Close()
+		return nil, internalErr("store: this backend keeps no jobs")
+	}
+	return js, nil
+}
+
+// githubQuotas resolves job quota names against the GitHub target of this
+// process's environment, and reads fresh state from /rate_limit.
+type githubQuotas struct {
+	env    *Env
+	st     host.Store
+	target githubTarget
+	policy quota.Policy
+}
+
+// Keys implements host.Quotas.
+func (q *githubQuotas) Keys(_ context.Context, names []string) ([]quota.Key, error) {
+	var specs quotaSpecs
+	for _, n := range names {
+		if err := specs.Set(n); err != nil {
+			return nil, err
+		}
+	}
+	return q.target.keys(specs.githubResources()), nil
+}
+
+// Fresh implements host.Quotas.
+func (q *githubQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fresh, err := q.target.client().RateLimit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fresh = q.target.observe(q.env, q.policy, fresh)
+	if err := q.st.RecordStates(ctx, fresh); err != nil {
+		return nil, err
+	}
+	return pick(fresh, keys), nil
+}
+
+// jobError maps host and store errors to exit codes: an unknown job or a
+// refused transition is a failed operation (1).
+func jobError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isErr(err, job.ErrNotFound):
+		return failErr("%v", err)
+	case isErr(err, job.ErrTransition), isErr(err, job.ErrConflict), isErr(err, job.ErrStaleFence), isErr(err, host.ErrNoLiveHost):
+		return failErr("%v", err)
+	}
+	return internalErr("%v", err)
+}
+
+// parseDeadline reads --deadline: a duration from now or an RFC 3339 time.
+func parseDeadline(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return now.Add(24 * time.Hour), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("deadline %q must be in the future", s)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("deadline %q: want a duration (90m) or an RFC 3339 time", s)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("deadline %q is in the past", s)
+	}
+	return t, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func isErr(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/quota"
+)
+
+// ServeOptions are the flags of layover serve.
+type ServeOptions struct {
+	Policy      quota.Policy
+	Store       string
+	Principal   string
+	Lease       time.Duration
+	Heartbeat   time.Duration
+	ResumeRate  float64
+	Concurrency int
+}
+
+func runServe(ctx context.Context, env *Env, args []string) error {
+	opts := ServeOptions{Policy: quota.DefaultPolicy()}
+	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N]")
+	policyFlags(fs, &opts.Policy)
+	storeLoc := storeFlag(fs)
+	fs.StringVar(&opts.Principal, "principal", "", "whose quota jobs draw on (default $LAYOVER_PRINCIPAL, else learned from the token)")
+	fs.DurationVar(&opts.Lease, "lease", host.DefaultLease, "how long a claim holds without renewal")
+	fs.DurationVar(&opts.Heartbeat, "heartbeat", host.DefaultHeartbeat, "how often leases and liveness are renewed (shorter than --lease)")
+	fs.Float64Var(&opts.ResumeRate, "resume-rate", host.DefaultResumeRate, "resumes per second per quota key after a reset")
+	fs.IntVar(&opts.Concurrency, "concurrency", host.DefaultConcurrency, "jobs running at once")
+	if err := fs.parseNoArgs(env, args); err != nil {
+		return err
+	}
+	opts.Store = *storeLoc
+	if err := opts.Policy.Validate(); err != nil {
+		return usageErr("serve: %v", err)
+	}
+	switch {
+	case opts.Lease <= 0 || opts.Heartbeat <= 0:
+		return usageErr("serve: --lease and --heartbeat must be positive")
+	case opts.Heartbeat >= opts.Lease:
+		return usageErr("serve: --heartbeat (%s) must be shorter than --lease (%s)", opts.Heartbeat, opts.Lease)
+	case opts.ResumeRate <= 0:
+		return usageErr("serve: --resume-rate must be positive")
+	case opts.Concurrency <= 0:
+		return usageErr("serve: --concurrency must be positive")
+	}
+	return opts.run(ctx, env)
+}
+
+func (o *ServeOptions) run(ctx context.Context, env *Env) error {
+	st, err := openJobStore(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	target, err := resolveGitHub(ctx, env, st, o.Principal)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	loc := o.Store
+	if loc == "" {
+		loc = env.Getenv("LAYOVER_STORE")
+	}
+	h, err := host.New(host.Config{
+		Store:  st,
+		Runner: &host.ProcessRunner{Classify: github.ClassifyCLI, Output: env.Stderr},
+		Quotas: &githubQuotas{env: env, st: st, target: target, policy: o.Policy},
+		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
+		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
+		Env: env.Environ, StoreLocation: loc, Hostname: env.Hostname, Logger: logger,
+	})
+	if err != nil {
+		return usageErr("serve: %v", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return internalErr("serve: %v", err)
+	}
+	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease, "heartbeat", o.Heartbeat)
+	for {
+		select {
+		case sig := <-env.Signals:
+			if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+				logger.Info("stopping", "signal", fmt.Sprint(sig))
+				h.Stop()
+				return nil
+			}
+		case <-ctx.Done():
+			h.Stop()
+			return nil
+		}
+	}
+}

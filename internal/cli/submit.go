@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/job"
+)
+
+// SubmitOptions are the flags of layover submit.
+type SubmitOptions struct {
+	ID        string
+	Spec      job.Spec
+	Deadline  string
+	Store     string
+	EnvNames  stringList
+	Quota     quotaSpecs
+	Approval  bool
+	Progress  time.Duration
+	Attempts  int
+	Priority  int
+	Command   []string
+	Resume    string
+	Check     string
+	Verify    string
+	Plan      string
+	Name      string
+	Provider  string
+	Principal string
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func runSubmit(ctx context.Context, env *Env, args []string) error {
+	var o SubmitOptions
+	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
+	fs.StringVar(&o.ID, "id", "", "job id; the same id with the same spec is the same job (default a new id)")
+	fs.StringVar(&o.Name, "name", "", "a name for people")
+	fs.Var(&o.Quota, "quota", "quota the job draws on: github or github:RESOURCE, repeatable")
+	fs.StringVar(&o.Provider, "provider", "github", "whose signals classify the job's failures: github")
+	fs.IntVar(&o.Priority, "priority", 0, "higher runs first")
+	fs.StringVar(&o.Deadline, "deadline", "", "cancel the job if not done by then: a duration or an RFC 3339 time (default 24h)")
+	fs.StringVar(&o.Resume, "resume-cmd", "", "shell command run instead of CMD on a resume; {session_id} is filled in")
+	fs.StringVar(&o.Check, "check-cmd", "", "shell command run before a resume: exit 0 done, 1 run, other blocked")
+	fs.StringVar(&o.Verify, "verify-cmd", "", "shell command run after exit 0: only its success completes the job")
+	fs.StringVar(&o.Plan, "plan-cmd", "", "shell command whose output is the plan a receipt binds")
+	fs.BoolVar(&o.Approval, "require-fresh-approval", false, "a resume waits for layover approve")
+	fs.IntVar(&o.Attempts, "max-attempts", host.DefaultMaxAttempts, "runs allowed for transient failures")
+	fs.DurationVar(&o.Progress, "progress-timeout", 0, "take the job back when no checkpoint comes for this long (0: off)")
+	fs.Var(&o.EnvNames, "env", "a variable the job needs from the host (`NAME`, repeatable; values are never stored)")
+	storeLoc := storeFlag(fs)
+	cmd, err := fs.parseWithCommand(env, args)
+	if err != nil {
+		return err
+	}
+	o.Command, o.Store = cmd, *storeLoc
+	spec, err := o.spec(env.Clock.Now())
+	if err != nil {
+		return usageErr("submit: %v", err)
+	}
+	id := o.ID
+	if id == "" {
+		id = host.NewID()
+	} else if !host.ValidID(id) {
+		return usageErr("submit: --id %q: use letters, digits, '.', '_' and '-' (at most 128)", id)
+	}
+	st, err := openJobStore(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// A default or relative deadline is fixed at the first submission, so a
+	// repeated submission of the same job is the same spec.
+	if _, absErr := time.Parse(time.RFC3339, o.Deadline); absErr != nil {
+		if prev, err := st.Job(ctx, id); err == nil {
+			spec.Deadline = prev.Spec.Deadline
+		}
+	}
+	j, created, err := host.Submit(ctx, st, id, spec, env.Clock.Now())
+	if err != nil {
+		return jobError(err)
+	}
+	if !created {
+		fmt.Fprintf(env.Stderr, "layover: job %s already submitted with this spec (%s)\n", j.ID, j.State)
+	}
+	fmt.Fprintln(env.Stdout, j.ID)
+	return nil
+}
+
+// spec validates the flags into a job spec.
+func (o *SubmitOptions) spec(now time.Time) (job.Spec, error) {
+	for _, a := range o.Command {
+		if redact.Contains(a) {
+			return job.Spec{}, fmt.Errorf("the command holds what looks like a token; pass secrets through --env NAME instead")
+		}
+	}
+	for _, c := range []string{o.Resume, o.Check, o.Verify, o.Plan} {
+		if redact.Contains(c) {
+			return job.Spec{}, fmt.Errorf("a hook command holds what looks like a token; pass secrets through --env NAME instead")
+		}
+	}
+	for _, n := range o.EnvNames {
+		if !envNamePattern.MatchString(n) {
+			return job.Spec{}, fmt.Errorf("--env %q is not a variable name", n)
+		}
+	}
+	if o.Provider != "github" {
+		return job.Spec{}, fmt.Errorf("unknown provider %q (known: github)", o.Provider)
+	}
+	if o.Attempts < 1 {
+		return job.Spec{}, fmt.Errorf("--max-attempts must be at least 1")
+	}
+	if o.Progress < 0 {
+		return job.Spec{}, fmt.Errorf("--progress-timeout must not be negative")
+	}
+	deadline, err := parseDeadline(o.Deadline, now)
+	if err != nil {
+		return job.Spec{}, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return job.Spec{}, err
+	}
+	var quotas []string
+	for _, q := range o.Quota {
+		quotas = append(quotas, (&quotaSpecs{q}).String())
+	}
+	return job.Spec{Name: o.Name, Argv: o.Command, Workdir: wd, EnvNames: o.EnvNames, Quota: quotas,
+		Provider: o.Provider, Priority: o.Priority, Deadline: deadline.UTC().Truncate(time.Millisecond),
+		ResumeCmd: o.Resume, CheckCmd: o.Check, VerifyCmd: o.Verify, PlanCmd: o.Plan,
+		FreshApprovalRequired: o.Approval, MaxAttempts: o.Attempts, ProgressTimeout: o.Progress}, nil
+}

@@ -1,0 +1,199 @@
+// Package job holds the value types of a durable job: its spec, state,
+// attempts, transitions, receipts and checkpoint. It depends on nothing else
+// in layover, so the host and every store can share it without a cycle.
+//
+// The lifecycle is DESIGN.md's: a job is ready, running, deferred,
+// resumable, blocked, or ended (complete, failed, cancelled). Every write
+// about a claimed job carries its fence, a number that grows with every
+// claim; a write with an older fence is refused.
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// State is where a job is in its lifecycle.
+type State string
+
+const (
+	Ready     State = "ready"     // waiting to be claimed
+	Running   State = "running"   // claimed by a host, its process running
+	Deferred  State = "deferred"  // waiting for a quota reset
+	Resumable State = "resumable" // its wake-up came; preflight next
+	Blocked   State = "blocked"   // needs an operator (unblock or cancel)
+	Complete  State = "complete"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{Ready, Running, Deferred, Resumable, Blocked, Complete, Failed, Cancelled}
+
+// Terminal reports whether s is an end state.
+func (s State) Terminal() bool { return s == Complete || s == Failed || s == Cancelled }
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Ownership of a deferred job.
+type Ownership string
+
+const (
+	// NoOwnership: the job is not deferred with a receipt.
+	NoOwnership Ownership = ""
+	// Retained: a live durable host recorded a wake-up and can cancel it.
+	Retained Ownership = "retained"
+	// Handoff: no live host; the job waits for `layover adopt`.
+	Handoff Ownership = "handoff"
+)
+
+// Spec is what was submitted. It is immutable after submission: the same id
+// with an equal spec is the same job, with a different one a conflict.
+type Spec struct {
+	Name    string   `json:"name"`
+	Argv    []string `json:"argv"`
+	Workdir string   `json:"workdir"`
+	// EnvNames are variables the job needs from the host's environment.
+	// Values are never stored.
+	EnvNames []string `json:"env_names"`
+	// Quota names the quotas the job draws on, as "github" or
+	// "github:RESOURCE".
+	Quota    []string  `json:"quota"`
+	Provider string    `json:"provider"`
+	Priority int       `json:"priority"` // higher runs first; default 0
+	Deadline time.Time `json:"deadline"` // the job is cancelled if not done by then
+	// Shell commands (sh -c) run by the host around the job.
+	ResumeCmd string `json:"resume_cmd"` // run instead of Argv on a resume; may hold {session_id}
+	CheckCmd  string `json:"check_cmd"`  // before a resume: 0 done, 1 run, other blocked
+	VerifyCmd string `json:"verify_cmd"` // after exit 0: only its success completes the job
+	PlanCmd   string `json:"plan_cmd"`   // its output is the plan the receipt binds
+	// FreshApprovalRequired: a resume waits for `layover approve`.
+	FreshApprovalRequired bool `json:"fresh_approval_required"`
+	// MaxAttempts bounds runs ended by non-quota transient failures.
+	MaxAttempts int `json:"max_attempts"`
+	// ProgressTimeout: a running job that records no checkpoint for this
+	// long is taken back (0: off). A heartbeat never renews it.
+	ProgressTimeout time.Duration `json:"progress_timeout"`
+}
+
+// Equal reports whether two specs are the same submission. A deadline is
+// compared as an instant, whatever its zone (a store returns it in UTC), and
+// an empty list equals a nil one.
+func (s Spec) Equal(o Spec) bool {
+	a, _ := json.Marshal(s.canonical())
+	b, _ := json.Marshal(o.canonical())
+	return string(a) == string(b)
+}
+
+// canonical is s with the representation choices Equal ignores made one
+// way.
+func (s Spec) canonical() Spec {
+	s.Deadline = s.Deadline.UTC()
+	for _, l := range []*[]string{&s.Argv, &s.EnvNames, &s.Quota} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return s
+}
+
+// Job is a job's current record.
+type Job struct {
+	ID    string
+	Spec  Spec
+	State State
+	// Stage is what an operator reads: "Quota wait until <time>", the last
+	// checkpoint's stage, "running", ...
+	Stage     string
+	Ownership Ownership
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// RunAt is when the job may next start: a deferred job's wake-up, a
+	// ready job's backoff. Zero: now.
+	RunAt time.Time
+	// ResumeBy is when a deferred job's receipt expires; zero without one.
+	ResumeBy time.Time
+	// Fence grows with every claim; writes carry it.
+	Fence int64
+	// LeaseOwner is the host id holding the claim; LeaseUntil its expiry.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// ProgressBy is a running job's progress deadline; zero: none.
+	ProgressBy time.Time
+	// Attempts counts runs that ended in a non-quota failure; quota waits
+	// never count.
+	Attempts int
+	// Probes counts deferrals without a declared reset in a row, for the
+	// unknown-reset backoff.
+	Probes int
+	// Approved is set by `layover approve`; a resume consumes it.
+	Approved bool
+	// SessionID is the agent session a resume continues, when known.
+	SessionID  string
+	Checkpoint *Checkpoint
+}
+
+// Attempt is one run of a job's process.
+type Attempt struct {
+	ID        string    `json:"attempt_id"`
+	Fence     int64     `json:"fence"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Outcome   string    `json:"outcome"`   // outcome class, or "lease-lost", "killed"
+	ExitCode  *int      `json:"exit_code"` // nil: no exit seen
+	WaitedS   float64   `json:"waited_s"`
+}
+
+// Transition is one recorded state change.
+type Transition struct {
+	From   State     `json:"from"`
+	To     State     `json:"to"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// Checkpoint is the last verified stage a job reported.
+type Checkpoint struct {
+	Stage string          `json:"stage"`
+	Data  json.RawMessage `json:"data"`
+	At    time.Time       `json:"at"`
+}
+
+// Receipt is a stored deferral receipt: its canonical JSON, as issued.
+type Receipt struct {
+	JobID    string
+	Seq      int // 1 for the first receipt of a job
+	JSON     []byte
+	IssuedAt time.Time
+}
+
+// Host is a registered durable host.
+type Host struct {
+	ID        string
+	Hostname  string
+	PID       int
+	StartedAt time.Time
+	LastSeen  time.Time
+}
+
+// Live reports whether the host heartbeated within ttl of now.
+func (h Host) Live(now time.Time, ttl time.Duration) bool {
+	return now.Sub(h.LastSeen) <= ttl
+}
+
+// Sentinel errors shared by the host and the stores.
+var (
+	ErrNotFound   = errors.New("no such job")
+	ErrConflict   = errors.New("job id already used with a different spec")
+	ErrStaleFence = errors.New("stale fence: the job was claimed again")
+	ErrTransition = errors.New("transition not allowed")
+)

@@ -1,0 +1,181 @@
+package receipt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"unicode/utf8"
+)
+
+// Encode renders r as canonical JSON on one line (no trailing newline):
+// sorted keys, no spaces, UTF-8, null for a null digest. A receipt that
+// fails Check is not encoded. Decode(Encode(r)) equals r.
+func Encode(r *Receipt) ([]byte, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	return CanonicalJSON(map[string]any{
+		"schema":          r.Schema,
+		"version":         r.Version,
+		"status":          r.Status,
+		"reason":          string(r.Reason),
+		"issued_at_ms":    r.IssuedAtMs,
+		"resume_after_ms": r.ResumeAfterMs,
+		"resume_by_ms":    r.ResumeByMs,
+		"bindings": map[string]any{
+			"scope_digest":   r.Bindings.ScopeDigest,
+			"request_digest": r.Bindings.RequestDigest,
+			"plan_digest":    orNull(r.Bindings.PlanDigest),
+		},
+		"ownership": map[string]any{
+			"disposition":         r.Ownership.Disposition,
+			"mode":                r.Ownership.Mode,
+			"wakeup_digest":       orNull(r.Ownership.WakeupDigest),
+			"cancellation_digest": orNull(r.Ownership.CancellationDigest),
+		},
+		"fresh_approval_required": r.FreshApprovalRequired,
+	})
+}
+
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// MarshalJSON encodes r canonically, so a receipt embedded in other JSON
+// keeps its form. (A value receiver: a Receipt held by value encodes so too.)
+func (r Receipt) MarshalJSON() ([]byte, error) { return Encode(&r) }
+
+// UnmarshalJSON decodes strictly, as Decode does.
+func (r *Receipt) UnmarshalJSON(data []byte) error {
+	d, err := Decode(data)
+	if err != nil {
+		return err
+	}
+	*r = *d
+	return nil
+}
+
+// CanonicalJSON renders v as canonical JSON: object keys sorted (by byte,
+// which for UTF-8 is code point order) at every level, struct fields
+// included, whatever their declaration order; no white space; strings in
+// UTF-8 with only '"', '\\' and control characters escaped (no HTML
+// escaping of <, > and &, and U+2028/U+2029 as they are); numbers as
+// encoding/json writes them. v is first marshalled by encoding/json (so its
+// tags apply and a nil slice is null); a string that is not valid UTF-8 is
+// therefore coerced to U+FFFD — callers that must refuse it check first, as
+// the digest functions do. No trailing newline.
+func CanonicalJSON(v any) ([]byte, error) {
+	var raw bytes.Buffer
+	enc := json.NewEncoder(&raw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(&raw)
+	dec.UseNumber()
+	var g any
+	if err := dec.Decode(&g); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := writeCanonical(&out, g); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func writeCanonical(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case json.Number:
+		b.WriteString(string(x))
+	case string:
+		writeString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			if err := writeCanonical(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("receipt: canonical JSON: unexpected %T", v)
+	}
+	return nil
+}
+
+// writeString writes s as a JSON string, escaping only what JSON requires.
+func writeString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b.WriteString("\uFFFD")
+			} else {
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+			continue
+		}
+		switch {
+		case c == '"':
+			b.WriteString(`\"`)
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\b':
+			b.WriteString(`\b`)
+		case c == '\f':
+			b.WriteString(`\f`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+		i++
+	}
+	b.WriteByte('"')
+}

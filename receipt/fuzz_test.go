@@ -1,0 +1,63 @@
+package receipt
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// FuzzDecode: no input panics; every rejection is a *FieldError; every
+// accepted input is valid JSON and re-encodes to an equal receipt; and
+// Encode output decodes back equal and re-encodes to the same bytes.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		retainedV1,
+		handoffV2,
+		retainedV1 + "\n",
+		sub(retainedV1, `"schema":1`, `"schema":1,"schema":1`),
+		sub(retainedV1, `"schema":1`, `"schema":1.0`),
+		sub(handoffV2, `"wakeup_digest":null`, `"wakeup_digest":"`+dD+`"`),
+		sub(handoffV2, `"plan_digest":null`, `"plan_digest":""`),
+		sub(retainedV1, `"status":"deferred"`, `"st\u0061tus":"def\u0065rred"`),
+		retainedV1 + `{}`,
+		`{}`, `[]`, `null`, ``, `{"schema":1}`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Decode(data)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %T %v is not a *FieldError", err, err)
+			}
+			if r != nil {
+				t.Fatalf("a receipt with an error")
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		enc, err := Encode(r)
+		if err != nil {
+			t.Fatalf("Encode of an accepted receipt: %v", err)
+		}
+		back, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("Decode(Encode(r)): %v\n%s", err, enc)
+		}
+		if *back != *r {
+			t.Fatalf("round trip changed the receipt:\n %+v\n %+v", *back, *r)
+		}
+		again, err := Encode(back)
+		if err != nil || string(again) != string(enc) {
+			t.Fatalf("re-encoding differs: %s vs %s (%v)", again, enc, err)
+		}
+		// A generic decoder sees exactly the schema's members.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil || len(m) != len(topFields) {
+			t.Fatalf("accepted input has members %d, want %d (%v)", len(m), len(topFields), err)
+		}
+	})
+}

@@ -1,0 +1,261 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit. A durable SQLite commit costs one fsync, far more than the
+// statements of one job change, so the job writes of one Store share
+// commits: callers queue their work, and one writer at a time runs
+// whatever is queued (up to maxBatch pieces) in one immediate transaction,
+// each piece inside its own SAVEPOINT. A piece that fails rolls back only
+// itself and returns its own error; the others commit. Every caller returns
+// only after the transaction holding its piece committed, so a nil error
+// still means "durable". Pieces run in queue order, each seeing the ones
+// before it, so a batch means exactly what running them one by one would.
+//
+// There is no timer: a lone call starts a writer at once and runs in a
+// batch of one. The caller that finds no writer becomes it; after its own
+// batch it hands any work queued meanwhile to a new goroutine, which exits
+// when the queue is empty. No goroutine outlives the calls in flight, so
+// Close needs no hook.
+
+// maxBatch bounds the pieces one transaction holds.
+const maxBatch = 256
+
+// piece states: a queued piece is taken by the writer or abandoned by its
+// caller, whichever comes first.
+const (
+	piecePending int32 = iota
+	pieceTaken
+	pieceAbandoned
+)
+
+// piece is one caller's share of a batch.
+type piece struct {
+	fn    func(*batch) error
+	state atomic.Int32
+	done  chan struct{}
+	// Set by the writer before done is closed.
+	err      error
+	panicked any
+}
+
+// writerQueue is the work queued for one Store while a writer runs.
+type writerQueue struct {
+	db      *sql.DB
+	pending []*piece
+}
+
+// writers holds a queue per Store that has a writer running; a Store with
+// none has no entry, so a closed Store leaves nothing behind.
+var writers = struct {
+	sync.Mutex
+	m map[*Store]*writerQueue
+}{m: map[*Store]*writerQueue{}}
+
+// write runs fn in a group-committed transaction and returns once that
+// transaction committed or failed. fn must not keep tx-bound values after it
+// returns. If ctx ends while the piece is still queued, write returns
+// ctx.Err() and fn never runs; once taken, the piece is waited for.
+func (s *Store) write(ctx context.Context, fn func(*batch) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &piece{fn: fn, done: make(chan struct{})}
+	writers.Lock()
+	q, running := writers.m[s]
+	if !running {
+		q = &writerQueue{db: s.db}
+		writers.m[s] = q
+	}
+	q.pending = append(q.pending, p)
+	writers.Unlock()
+
+	if !running {
+		// This caller is the writer: its own piece is in the first batch.
+		// Work queued meanwhile goes to a goroutine, so that this caller
+		// returns as soon as its own batch committed.
+		runPieces(q.db, q.take(s))
+		if next := q.take(s); next != nil {
+			go func() {
+				for ; next != nil; next = q.take(s) {
+					runPieces(q.db, next)
+				}
+			}()
+		}
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if p.state.CompareAndSwap(piecePending, pieceAbandoned) {
+			return ctx.Err()
+		}
+		<-p.done
+	}
+	if p.panicked != nil {
+		panic(p.panicked)
+	}
+	return p.err
+}
+
+// take removes up to maxBatch queued pieces that their callers have not
+// abandoned, and returns them. When none is left it removes the queue,
+// ending this writer, and returns nil.
+func (q *writerQueue) take(s *Store) []*piece {
+	writers.Lock()
+	defer writers.Unlock()
+	for len(q.pending) > 0 {
+		n := min(len(q.pending), maxBatch)
+		var taken []*piece
+		for _, p := range q.pending[:n] {
+			if p.state.CompareAndSwap(piecePending, pieceTaken) {
+				taken = append(taken, p)
+			}
+		}
+		// A copy, so that the backing array does not grow without bound.
+		q.pending = append(q.pending[:0:0], q.pending[n:]...)
+		if len(taken) > 0 {
+			return taken
+		}
+	}
+	delete(writers.m, s)
+	return nil
+}
+
+// runPieces runs taken pieces in one immediate transaction, one SAVEPOINT
+// each, commits, and releases their callers. A piece that failed keeps its
+// own error; when the transaction itself fails, every other piece gets that
+// error, since none of them committed.
+func runPieces(db *sql.DB, pieces []*piece) {
+	defer func() {
+		for _, p := range pieces {
+			close(p.done)
+		}
+	}()
+	fail := func(err error) {
+		err = interpretError(err)
+		for _, p := range pieces {
+			if p.err == nil && p.panicked == nil {
+				p.err = err
+			}
+		}
+	}
+	// The transaction belongs to every caller in it, so no caller's context
+	// may end it; the busy timeout bounds its wait for the lock.
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	b := &batch{ctx: ctx, tx: tx}
+	// Each SAVEPOINT copies the pages it changes to a sub-journal, a temp
+	// file by default: a write syscall per page. Keep it in memory. (A
+	// no-op once set on the connection; should it fail, the batch is only
+	// slower.)
+	b.exec("PRAGMA temp_store = MEMORY")
+	for _, p := range pieces {
+		if err := b.exec("SAVEPOINT piece"); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+		p.err, p.panicked = p.call(b)
+		if p.err != nil || p.panicked != nil {
+			// An error that rolled the whole transaction back (I/O, full
+			// disk) makes this fail too: then nothing of the batch
+			// committed.
+			if err := b.exec("ROLLBACK TO piece"); err != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("batch rolled back: %w", err))
+				return
+			}
+		}
+		if err := b.exec("RELEASE piece"); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("batch rolled back: %w", err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("commit: %w", err))
+	}
+}
+
+// call runs the piece, turning a panic (a Mutate bug, say) into a value its
+// own caller re-panics with, so one bad piece cannot take the writer down.
+func (p *piece) call(b *batch) (err error, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	return p.fn(b), nil
+}
+
+// batch is the transaction of one group commit, with the statements its
+// pieces prepared, kept for the pieces after them (the transaction closes
+// them when it ends).
+type batch struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (b *batch) exec(query string) error {
+	_, err := b.Exec(query)
+	return err
+}
+
+// stmt returns query prepared in this transaction.
+func (b *batch) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := b.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := b.tx.PrepareContext(b.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if b.stmts == nil {
+		b.stmts = map[string]*sql.Stmt{}
+	}
+	b.stmts[query] = st
+	return st, nil
+}
+
+// Exec, Query and QueryRow run a prepared query in the batch.
+func (b *batch) Exec(query string, args ...any) (sql.Result, error) {
+	st, err := b.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(b.ctx, args...)
+}
+
+func (b *batch) Query(query string, args ...any) (*sql.Rows, error) {
+	st, err := b.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(b.ctx, args...)
+}
+
+// QueryRow returns a row whose Scan reports a preparation error.
+func (b *batch) QueryRow(query string, args ...any) rowScanner {
+	st, err := b.stmt(query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(b.ctx, args...)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }

@@ -1,0 +1,732 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+)
+
+var _ store.Jobs = (*Store)(nil)
+
+// Jobs keep their times in whole milliseconds, UTC, like the ledger (the
+// spec's deadline too), and a zero time as 0. Beyond store.Jobs' doc
+// comments, which storetest.RunJobs checks, the store keeps these rules:
+//
+//   - ID, Spec, CreatedAt, Fence, LeaseOwner and LeaseUntil belong to the
+//     store: Mutate cannot change them, nor State (Change.To does).
+//   - A change that moves a job to any state but running ends its lease and
+//     its progress deadline. Only ready, resumable and running jobs are ever
+//     claimed, and a job can only be running while claimed.
+//   - When the store takes a job from the host running it (an operator
+//     change, a sweep), it closes that run's open attempts: "killed" when
+//     the job is cancelled, else "lease-lost".
+//   - The sweep clears the Stage of the jobs it moves; the host writes a
+//     new one with its next change.
+
+const jobColumns = `id, spec, state, stage, ownership, created_at_ms, updated_at_ms, run_at_ms,
+	resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts, probes, approved,
+	session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms`
+
+const (
+	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
+
+	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	updateJob = `UPDATE jobs SET state = ?, stage = ?, ownership = ?, updated_at_ms = ?, run_at_ms = ?,
+	resume_by_ms = ?, fence = ?, lease_owner = ?, lease_until_ms = ?, progress_by_ms = ?, attempts = ?,
+	probes = ?, approved = ?, session_id = ?, checkpoint_stage = ?, checkpoint_data = ?,
+	checkpoint_at_ms = ? WHERE id = ?`
+
+	// Transitions and receipts number from 1 per job.
+	insertTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_transition WHERE job_id = ?1`
+
+	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM job_receipt WHERE job_id = ?1`
+
+	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
+	outcome, exit_code, waited_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (job_id, attempt_id) DO UPDATE SET fence = excluded.fence,
+	started_at_ms = excluded.started_at_ms, ended_at_ms = excluded.ended_at_ms,
+	outcome = excluded.outcome, exit_code = excluded.exit_code, waited_s = excluded.waited_s`
+
+	// closeAttempts ends the open attempts of one claim of a job.
+	closeAttempts = `UPDATE job_attempt SET ended_at_ms = ?, outcome = ?
+	WHERE job_id = ? AND fence = ? AND ended_at_ms = 0`
+
+	// claimJobs takes the due jobs with no live lease, highest priority
+	// first, then earliest run_at, then oldest. Each state is read in the
+	// order of jobs_claim, stopping at the limit, however many are due.
+	// RETURNING gives no order; ClaimJobs sorts.
+	claimJobs = `UPDATE jobs SET fence = fence + 1, lease_owner = ?1, lease_until_ms = ?2, updated_at_ms = ?3
+	WHERE id IN (SELECT id FROM (
+		SELECT * FROM (SELECT id, priority, run_at_ms, created_at_ms FROM jobs
+			WHERE state = 'ready' AND run_at_ms <= ?3 AND lease_until_ms <= ?3
+			ORDER BY priority DESC, run_at_ms, created_at_ms, id LIMIT ?4)
+		UNION ALL
+		SELECT * FROM (SELECT id, priority, run_at_ms, created_at_ms FROM jobs
+			WHERE state = 'resumable' AND lease_until_ms <= ?3
+			ORDER BY priority DESC, run_at_ms, created_at_ms, id LIMIT ?4)
+	) ORDER BY priority DESC, run_at_ms, created_at_ms, id LIMIT ?4)
+	RETURNING ` + jobColumns
+
+	renewLease = `UPDATE jobs SET lease_until_ms = ? WHERE id = ? AND fence = ? AND lease_owner = ?`
+
+	listJobs        = `SELECT ` + jobColumns + ` FROM jobs ORDER BY created_at_ms, id`
+	listJobsInState = `SELECT ` + jobColumns + ` FROM jobs WHERE state = ? ORDER BY created_at_ms, id`
+	countJobs       = `SELECT state, count(*) FROM jobs GROUP BY state`
+	jobExists       = `SELECT 1 FROM jobs WHERE id = ?`
+
+	selectAttempts = `SELECT attempt_id, fence, started_at_ms, ended_at_ms, outcome, exit_code, waited_s
+	FROM job_attempt WHERE job_id = ? ORDER BY rowid`
+	selectTransitions = `SELECT from_state, to_state, at_ms, reason FROM job_transition
+	WHERE job_id = ? ORDER BY seq`
+	selectReceipts = `SELECT seq, json, issued_at_ms FROM job_receipt WHERE job_id = ? ORDER BY seq`
+
+	// nextJobDue is the earliest of what SweepJobs and ClaimJobs look for,
+	// one indexed look-up each. A deadline, resume_by or progress deadline
+	// is passed one millisecond after it (the sweep's "<").
+	nextJobDue = `SELECT MIN(t) FROM (
+		SELECT (SELECT run_at_ms FROM jobs WHERE state = 'ready' AND lease_owner = ''
+			ORDER BY run_at_ms LIMIT 1) AS t
+		UNION ALL SELECT (SELECT run_at_ms FROM jobs WHERE state = 'resumable' AND lease_owner = ''
+			ORDER BY run_at_ms LIMIT 1)
+		UNION ALL SELECT (SELECT run_at_ms FROM jobs WHERE state = 'deferred' AND ownership = 'retained'
+			ORDER BY run_at_ms LIMIT 1)
+		UNION ALL SELECT (SELECT lease_until_ms FROM jobs WHERE lease_owner <> ''
+			ORDER BY lease_until_ms LIMIT 1)
+		UNION ALL SELECT (SELECT progress_by_ms + 1 FROM jobs WHERE progress_by_ms > 0 AND state = 'running'
+			ORDER BY progress_by_ms LIMIT 1)
+		UNION ALL SELECT (SELECT resume_by_ms + 1 FROM jobs WHERE state = 'deferred' AND resume_by_ms > 0
+			ORDER BY resume_by_ms LIMIT 1)
+		UNION ALL SELECT (SELECT resume_by_ms + 1 FROM jobs WHERE state = 'resumable' AND resume_by_ms > 0
+			ORDER BY resume_by_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'ready' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'running' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'deferred' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'resumable' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'blocked' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
+	)`
+
+	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
+	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms`
+	// A heartbeat that commits late never moves last_seen back.
+	heartbeatHost = `UPDATE host SET last_seen_ms = MAX(last_seen_ms, ?) WHERE id = ?`
+	deleteHost    = `DELETE FROM host WHERE id = ?`
+	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms FROM host ORDER BY id`
+)
+
+// The sweep's rules, in the order it applies them; a job moved by one is
+// out of the reach of those after it. ?1 is now. A deadline or resume_by
+// has passed when it is before now: a receipt is still resumable at its
+// resume_by (receipt.Validate).
+const (
+	sweepPastDue = `state IN ('ready', 'running', 'deferred', 'resumable', 'blocked')
+	AND deadline_ms > 0 AND deadline_ms < ?1`
+	sweepExpired = `state IN ('deferred', 'resumable') AND resume_by_ms > 0 AND resume_by_ms < ?1`
+	sweepLease   = `lease_owner <> '' AND lease_until_ms <= ?1`
+	// A running job past its progress deadline may still hold a live
+	// lease: it may start again only once that lease would have ended, so
+	// that the process it had is gone (its host kills it on losing the
+	// lease) before another starts.
+	sweepProgress = `state = 'running' AND progress_by_ms > 0 AND progress_by_ms < ?1`
+	sweepWake     = `state = 'deferred' AND ownership = 'retained' AND run_at_ms <= ?1`
+
+	// sweepTransitions records cond's moves to ?2, for reason ?3.
+	sweepTransitions = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	SELECT id, (SELECT COALESCE(MAX(t.seq), 0) + 1 FROM job_transition t WHERE t.job_id = jobs.id),
+	state, ?2, ?1, ?3 FROM jobs WHERE `
+	// sweepAttempts closes the open attempts of the claims cond ends, with
+	// outcome ?2.
+	sweepAttempts = `UPDATE job_attempt SET ended_at_ms = ?1, outcome = ?2 WHERE ended_at_ms = 0
+	AND (job_id, fence) IN (SELECT id, fence FROM jobs WHERE lease_owner <> '' AND `
+
+	sweepCancel = `UPDATE jobs SET state = 'cancelled', stage = '', updated_at_ms = ?1,
+	fence = fence + (lease_owner <> ''), lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE `
+	sweepUnclaim = `UPDATE jobs SET state = CASE state WHEN 'running' THEN 'ready' ELSE state END,
+	stage = CASE state WHEN 'running' THEN '' ELSE stage END, updated_at_ms = ?1,
+	lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE ` + sweepLease
+	sweepRequeue = `UPDATE jobs SET state = 'ready', stage = '', updated_at_ms = ?1,
+	run_at_ms = MAX(run_at_ms, lease_until_ms), lease_owner = '', lease_until_ms = 0,
+	progress_by_ms = 0 WHERE ` + sweepProgress
+	sweepWakeUp = `UPDATE jobs SET state = 'resumable', stage = '', updated_at_ms = ?1 WHERE ` + sweepWake
+)
+
+// Transition reasons the store writes itself.
+const (
+	reasonSubmitted = "submitted"
+	reasonPastDue   = "deadline passed"
+	reasonExpired   = "expired"
+	reasonLeaseLost = "lease lost"
+	reasonProgress  = "progress deadline passed"
+	reasonWakeUp    = "wake-up"
+)
+
+// Outcomes of the attempts the store closes itself.
+const (
+	outcomeKilled    = "killed"
+	outcomeLeaseLost = "lease-lost"
+)
+
+// SubmitJob implements store.Jobs. The job starts ready (State "" means
+// ready) or deferred; its fence is 0 and it is not claimed.
+func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
+	if j.ID == "" {
+		return job.Job{}, false, errors.New("submit job: empty id")
+	}
+	j.State = cmp.Or(j.State, job.Ready)
+	if j.State != job.Ready && j.State != job.Deferred {
+		return job.Job{}, false, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
+			j.ID, job.ErrTransition, j.State)
+	}
+	j.CreatedAt, j.UpdatedAt = now, now
+	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+	j = normJob(j)
+	spec, err := json.Marshal(j.Spec)
+	if err != nil {
+		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
+	}
+
+	var out job.Job
+	var created bool
+	err = s.write(ctx, func(b *batch) error {
+		old, err := loadJob(b, j.ID)
+		switch {
+		case err == nil && old.Spec.Equal(j.Spec):
+			out = old
+			return nil
+		case err == nil:
+			return job.ErrConflict
+		case !errors.Is(err, job.ErrNotFound):
+			return err
+		}
+		args := append(jobArgs(j, spec), j.Spec.Priority, ms(j.Spec.Deadline))
+		if _, err := b.Exec(insertJob, args...); err != nil {
+			return err
+		}
+		if _, err := b.Exec(insertTransition, j.ID, "", string(j.State), ms(now), reasonSubmitted); err != nil {
+			return err
+		}
+		if rc != nil {
+			if _, err := b.Exec(insertReceipt, j.ID, rc.JSON, ms(rc.IssuedAt)); err != nil {
+				return err
+			}
+		}
+		out, created = j, true
+		return nil
+	})
+	if err != nil {
+		return job.Job{}, false, wrapErr("submit job "+j.ID, err)
+	}
+	return out, created, nil
+}
+
+// Job implements store.Jobs.
+func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
+	j, err := scanJob(s.db.QueryRowContext(ctx, selectJob, id))
+	if err != nil {
+		return job.Job{}, wrapErr("job "+id, notFound(err))
+	}
+	return j, nil
+}
+
+// ListJobs implements store.Jobs.
+func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error) {
+	var rows *sql.Rows
+	var err error
+	if state == "" {
+		rows, err = s.db.QueryContext(ctx, listJobs)
+	} else {
+		rows, err = s.db.QueryContext(ctx, listJobsInState, string(state))
+	}
+	jobs, err := collectJobs(rows, err)
+	return jobs, wrapErr("list jobs", err)
+}
+
+// CountJobs implements store.Jobs. States without jobs are left out.
+func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
+	rows, err := s.db.QueryContext(ctx, countJobs)
+	if err != nil {
+		return nil, wrapErr("count jobs", err)
+	}
+	defer rows.Close()
+	out := map[job.State]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, wrapErr("count jobs", err)
+		}
+		out[job.State(st)] = n
+	}
+	return out, wrapErr("count jobs", rows.Err())
+}
+
+// JobHistory implements store.Jobs. The three lists are read from one
+// snapshot.
+func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
+	h, err := s.jobHistory(ctx, id)
+	return h, wrapErr("history of job "+id, err)
+}
+
+func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) {
+	// A read-only transaction is a plain (deferred) BEGIN: it takes no
+	// write lock.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return job.History{}, err
+	}
+	defer tx.Rollback()
+	var one int
+	if err := tx.QueryRowContext(ctx, jobExists, id).Scan(&one); err != nil {
+		return job.History{}, notFound(err)
+	}
+	var h job.History
+	rows, err := tx.QueryContext(ctx, selectAttempts, id)
+	if err != nil {
+		return job.History{}, err
+	}
+	for rows.Next() {
+		var a job.Attempt
+		var started, ended int64
+		var exit sql.NullInt64
+		if err := rows.Scan(&a.ID, &a.Fence, &started, &ended, &a.Outcome, &exit, &a.WaitedS); err != nil {
+			rows.Close()
+			return job.History{}, err
+		}
+		a.StartedAt, a.EndedAt = fromMS(started), fromMS(ended)
+		if exit.Valid {
+			code := int(exit.Int64)
+			a.ExitCode = &code
+		}
+		h.Attempts = append(h.Attempts, a)
+	}
+	if err := closeRows(rows); err != nil {
+		return job.History{}, err
+	}
+	if rows, err = tx.QueryContext(ctx, selectTransitions, id); err != nil {
+		return job.History{}, err
+	}
+	for rows.Next() {
+		var tr job.Transition
+		var from, to string
+		var at int64
+		if err := rows.Scan(&from, &to, &at, &tr.Reason); err != nil {
+			rows.Close()
+			return job.History{}, err
+		}
+		tr.From, tr.To, tr.At = job.State(from), job.State(to), fromMS(at)
+		h.Transitions = append(h.Transitions, tr)
+	}
+	if err := closeRows(rows); err != nil {
+		return job.History{}, err
+	}
+	if rows, err = tx.QueryContext(ctx, selectReceipts, id); err != nil {
+		return job.History{}, err
+	}
+	for rows.Next() {
+		rc := job.Receipt{JobID: id}
+		var issued int64
+		if err := rows.Scan(&rc.Seq, &rc.JSON, &issued); err != nil {
+			rows.Close()
+			return job.History{}, err
+		}
+		rc.IssuedAt = fromMS(issued)
+		h.Receipts = append(h.Receipts, rc)
+	}
+	return h, closeRows(rows)
+}
+
+func closeRows(rows *sql.Rows) error {
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return err
+	}
+	return rows.Close()
+}
+
+// ApplyJob implements store.Jobs, group-committed with other job writes.
+// Mutate runs on the store's writer, inside the transaction: it must be
+// quick and must not call the store's writing methods, which would wait for
+// the very transaction it holds open.
+func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
+	var out job.Job
+	err := s.write(ctx, func(b *batch) error {
+		var err error
+		out, err = applyJob(b, id, fence, ch)
+		return err
+	})
+	if err != nil {
+		return job.Job{}, wrapErr("apply to job "+id, err)
+	}
+	return out, nil
+}
+
+func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) {
+	old, err := loadJob(b, id)
+	if err != nil {
+		return job.Job{}, err
+	}
+	if fence >= 0 && fence != old.Fence {
+		return job.Job{}, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
+	}
+	if err := ch.Check(old); err != nil {
+		return job.Job{}, err
+	}
+
+	j := old
+	if ch.Mutate != nil {
+		// Mutate edits a copy: what it does to the spec's lists or the
+		// checkpoint in place does not reach old.
+		j.Spec.Argv, j.Spec.EnvNames = slices.Clone(j.Spec.Argv), slices.Clone(j.Spec.EnvNames)
+		j.Spec.Quota = slices.Clone(j.Spec.Quota)
+		if old.Checkpoint != nil {
+			cp := *old.Checkpoint
+			j.Checkpoint = &cp
+		}
+		ch.Mutate(&j)
+	}
+	j.ID, j.Spec, j.CreatedAt, j.State = old.ID, old.Spec, old.CreatedAt, old.State
+	j.Fence, j.LeaseOwner, j.LeaseUntil = old.Fence, old.LeaseOwner, old.LeaseUntil
+	j.UpdatedAt = ch.Now
+
+	// An operator's change (no fence) that moves a claimed job takes it
+	// from its holder: the fence grows, so the holder's writes fail.
+	claimed := old.State == job.Running || old.LeaseOwner != ""
+	taken := fence < 0 && claimed && ch.To != "" && ch.To != old.State
+	if ch.To != "" {
+		j.State = ch.To
+		if ch.To != job.Running || taken {
+			j.LeaseOwner, j.LeaseUntil, j.ProgressBy = "", time.Time{}, time.Time{}
+		}
+	}
+	if taken {
+		j.Fence++
+	}
+	if j.State == job.Running && j.LeaseOwner == "" {
+		if fence >= 0 {
+			return job.Job{}, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
+		}
+		return job.Job{}, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
+	}
+	if ch.Attempt != nil && ch.Attempt.ID == "" {
+		return job.Job{}, errors.New("an attempt without an id")
+	}
+	j = normJob(j)
+
+	// updateJob sets every column of jobArgs but id, spec and created_at,
+	// then takes the id.
+	a := jobArgs(j, nil)
+	if _, err := b.Exec(updateJob, slices.Concat(a[2:5], a[6:], []any{id})...); err != nil {
+		return job.Job{}, err
+	}
+	if taken {
+		outcome := outcomeLeaseLost
+		if j.State == job.Cancelled {
+			outcome = outcomeKilled
+		}
+		if _, err := b.Exec(closeAttempts, ms(j.UpdatedAt), outcome, id, old.Fence); err != nil {
+			return job.Job{}, err
+		}
+	}
+	if ch.To != "" {
+		if _, err := b.Exec(insertTransition, id, string(old.State), string(ch.To), ms(ch.Now), ch.Reason); err != nil {
+			return job.Job{}, err
+		}
+	}
+	if a := ch.Attempt; a != nil {
+		var exit any
+		if a.ExitCode != nil {
+			exit = *a.ExitCode
+		}
+		if _, err := b.Exec(upsertAttempt, id, a.ID, a.Fence, ms(a.StartedAt), ms(a.EndedAt), a.Outcome,
+			exit, a.WaitedS); err != nil {
+			return job.Job{}, err
+		}
+	}
+	if rc := ch.Receipt; rc != nil {
+		if _, err := b.Exec(insertReceipt, id, rc.JSON, ms(rc.IssuedAt)); err != nil {
+			return job.Job{}, err
+		}
+	}
+	return j, nil
+}
+
+// ClaimJobs implements store.Jobs.
+func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []job.Job
+	err := s.write(ctx, func(b *batch) error {
+		rows, err := b.Query(claimJobs, hostID, ms(now.Add(lease)), ms(now), limit)
+		out, err = collectJobs(rows, err)
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("claim jobs", err)
+	}
+	slices.SortFunc(out, func(a, b job.Job) int {
+		return cmp.Or(-cmp.Compare(a.Spec.Priority, b.Spec.Priority), a.RunAt.Compare(b.RunAt),
+			a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// RenewLeases implements store.Jobs. lost is sorted.
+func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) ([]string, error) {
+	if len(held) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(held))
+	for id := range held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var lost []string
+	err := s.write(ctx, func(b *batch) error {
+		lost = lost[:0]
+		until := ms(now.Add(lease))
+		for _, id := range ids {
+			res, err := b.Exec(renewLease, until, id, held[id], hostID)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				lost = append(lost, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("renew leases", err)
+	}
+	return lost, nil
+}
+
+// SweepJobs implements store.Jobs: cancels the jobs past their deadline,
+// then those whose receipt expired, takes back lost claims and passed
+// progress deadlines, then wakes the due retained deferrals, all in one
+// transaction. Each job is counted once, by the first rule that moved it.
+func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
+	var res store.SweepResult
+	at := ms(now)
+	err := s.write(ctx, func(b *batch) error {
+		res = store.SweepResult{}
+		steps := []struct {
+			n          *int   // the count the rule adds to
+			cond       string // the jobs the rule moves
+			to         job.State
+			reason     string
+			outcome    string // of the open attempts of the claims it ends; "": none
+			update     string // moves the jobs of cond
+			transition string // the jobs of cond whose state changes (to to)
+		}{
+			{&res.PastDue, sweepPastDue, job.Cancelled, reasonPastDue, outcomeKilled, sweepCancel + sweepPastDue, sweepPastDue},
+			{&res.Expired, sweepExpired, job.Cancelled, reasonExpired, outcomeKilled, sweepCancel + sweepExpired, sweepExpired},
+			{&res.Reclaimed, sweepLease, job.Ready, reasonLeaseLost, outcomeLeaseLost, sweepUnclaim,
+				sweepLease + ` AND state = 'running'`},
+			{&res.Reclaimed, sweepProgress, job.Ready, reasonProgress, outcomeLeaseLost, sweepRequeue, sweepProgress},
+			{&res.Woken, sweepWake, job.Resumable, reasonWakeUp, "", sweepWakeUp, sweepWake},
+		}
+		for _, st := range steps {
+			if _, err := b.Exec(sweepTransitions+st.transition, at, string(st.to), st.reason); err != nil {
+				return err
+			}
+			if st.outcome != "" {
+				if _, err := b.Exec(sweepAttempts+st.cond+`)`, at, st.outcome); err != nil {
+					return err
+				}
+			}
+			r, err := b.Exec(st.update, at)
+			if err != nil {
+				return err
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			*st.n += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.SweepResult{}, wrapErr("sweep jobs", err)
+	}
+	return res, nil
+}
+
+// NextJobDue implements store.Jobs. A time at or before now means work is
+// due now; a ready job with no RunAt is due since the zero time.
+func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
+	var at sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, nextJobDue).Scan(&at); err != nil {
+		return time.Time{}, false, wrapErr("next job due", err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMS(at.Int64), true, nil
+}
+
+// RegisterHost implements store.Jobs. Registering an id again replaces its
+// record.
+func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
+	err := s.write(ctx, func(b *batch) error {
+		_, err := b.Exec(upsertHost, h.ID, h.Hostname, h.PID, ms(h.StartedAt), ms(h.LastSeen))
+		return err
+	})
+	return wrapErr("register host "+h.ID, err)
+}
+
+// HostHeartbeat implements store.Jobs. An unregistered host is
+// store.ErrNotFound; a heartbeat older than the last one changes nothing.
+func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
+	err := s.write(ctx, func(b *batch) error {
+		r, err := b.Exec(heartbeatHost, ms(now), id)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	return wrapErr("heartbeat of host "+id, err)
+}
+
+// UnregisterHost implements store.Jobs. Removing a host that is gone is no
+// error.
+func (s *Store) UnregisterHost(ctx context.Context, id string) error {
+	err := s.write(ctx, func(b *batch) error {
+		_, err := b.Exec(deleteHost, id)
+		return err
+	})
+	return wrapErr("unregister host "+id, err)
+}
+
+// Hosts implements store.Jobs, ordered by id.
+func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
+	rows, err := s.db.QueryContext(ctx, selectHosts)
+	if err != nil {
+		return nil, wrapErr("hosts", err)
+	}
+	defer rows.Close()
+	var out []job.Host
+	for rows.Next() {
+		var h job.Host
+		var started, seen int64
+		if err := rows.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen); err != nil {
+			return nil, wrapErr("hosts", err)
+		}
+		h.StartedAt, h.LastSeen = fromMS(started), fromMS(seen)
+		out = append(out, h)
+	}
+	return out, wrapErr("hosts", rows.Err())
+}
+
+// loadJob reads one job in a batch, or job.ErrNotFound.
+func loadJob(b *batch, id string) (job.Job, error) {
+	j, err := scanJob(b.QueryRow(selectJob, id))
+	return j, notFound(err)
+}
+
+// notFound translates a missing row into job.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return job.ErrNotFound
+	}
+	return err
+}
+
+// jobArgs are the values of jobColumns for j, whose spec is given as JSON.
+func jobArgs(j job.Job, spec []byte) []any {
+	var cpStage, cpData, cpAt any
+	if cp := j.Checkpoint; cp != nil {
+		cpStage, cpAt = cp.Stage, ms(cp.At)
+		if cp.Data != nil {
+			cpData = []byte(cp.Data)
+		}
+	}
+	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), ms(j.CreatedAt),
+		ms(j.UpdatedAt), ms(j.RunAt), ms(j.ResumeBy), j.Fence, j.LeaseOwner, ms(j.LeaseUntil),
+		ms(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+}
+
+func scanJob(row rowScanner) (job.Job, error) {
+	var j job.Job
+	var spec, state, ownership string
+	var created, updated, runAt, resumeBy, leaseUntil, progressBy int64
+	var cpStage sql.NullString
+	var cpData []byte
+	var cpAt sql.NullInt64
+	if err := row.Scan(&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
+		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt); err != nil {
+		return job.Job{}, err
+	}
+	if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
+		return job.Job{}, fmt.Errorf("job %s: stored spec: %w", j.ID, err)
+	}
+	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = fromMS(created), fromMS(updated), fromMS(runAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = fromMS(resumeBy), fromMS(leaseUntil), fromMS(progressBy)
+	if cpStage.Valid {
+		j.Checkpoint = &job.Checkpoint{Stage: cpStage.String, At: fromMS(cpAt.Int64)}
+		if cpData != nil {
+			j.Checkpoint.Data = json.RawMessage(cpData)
+		}
+	}
+	return j, nil
+}
+
+func collectJobs(rows *sql.Rows, err error) ([]job.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []job.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// msTime is t as the store keeps it: whole milliseconds, UTC.
+func msTime(t time.Time) time.Time { return fromMS(ms(t)) }
+
+// normJob is j as the store returns it.
+func normJob(j job.Job) job.Job {
+	j.Spec.Deadline = msTime(j.Spec.Deadline)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = msTime(j.CreatedAt), msTime(j.UpdatedAt), msTime(j.RunAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = msTime(j.ResumeBy), msTime(j.LeaseUntil), msTime(j.ProgressBy)
+	if j.Checkpoint != nil {
+		cp := *j.Checkpoint
+		cp.At = msTime(cp.At)
+		j.Checkpoint = &cp
+	}
+	return j
+}

@@ -1,0 +1,457 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/sqlite"
+	"github.com/layoverhq/layover/store/storetest"
+)
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+
+	storetest.RunJobs(t, func(t *testing.T) store.Jobs {
+		return open(t, filepath.Join(t.TempDir(), "layover.db"))
+	})
+}
+
+// testReceipt is the size and shape of a stored receipt.
+var testReceipt = []byte(`{"bindings":{"plan_digest":null,` +
+	`"request_digest":"` + strings.Repeat("a", 64) + `","scope_digest":"` + strings.Repeat("b", 64) + `"},` +
+	`"fresh_approval_required":false,"issued_at_ms":1794319445123,"ownership":{"cancellation_digest":"` +
+	strings.Repeat("c", 64) + `","disposition":"retained","mode":"durable-host","wakeup_digest":"` +
+	strings.Repeat("d", 64) + `"},"reason":"rest-reserve","resume_after_ms":1794321905000,` +
+	`"resume_by_ms":1794343505000,"schema":1,"status":"deferred","version":"deferred-receipt-v1"}`)
+
+func benchJob(id string) job.Job {
+	return job.Job{ID: id, State: job.Ready, Spec: job.Spec{
+		Name: "bench " + id, Argv: []string{"gh", "pr", "create", "--fill"}, Workdir: "/srv/repo",
+		Quota: []string{"github"}, Provider: "github", Deadline: base.Add(24 * time.Hour),
+	}}
+}
+
+// deferral is what a host writes when a running or ready job meets an
+// exhausted quota: the new state, its wake-up and its receipt, in one
+// transaction.
+func deferral(now time.Time) job.Change {
+	return job.Change{
+		To: job.Deferred, Reason: "quota: core exhausted", Now: now, From: []job.State{job.Ready, job.Running},
+		Mutate: func(j *job.Job) {
+			j.Ownership, j.RunAt, j.ResumeBy = job.Retained, now.Add(41*time.Minute), now.Add(6*time.Hour)
+			j.Stage = "Quota wait until " + j.RunAt.Format(time.RFC3339)
+		},
+		Receipt: &job.Receipt{JSON: testReceipt, IssuedAt: now},
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+
+	t.Run("OneFailureFailsOnlyItself", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+
+		// Many concurrent changes, every third one refused (a stale fence
+		// or a transition the lifecycle forbids): whatever the batches,
+		// each call gets its own answer and the others commit.
+		const n = 300
+		submitAll(t, s, n, func(i int) job.Job { return benchJob(fmt.Sprintf("j%03d", i)) })
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				id := fmt.Sprintf("j%03d", i)
+				switch i % 3 {
+				case 0:
+					_, errs[i] = s.ApplyJob(ctx, id, 0, deferral(base))
+				case 1:
+					_, errs[i] = s.ApplyJob(ctx, id, 5, deferral(base))
+				case 2:
+					_, errs[i] = s.ApplyJob(ctx, id, -1, job.Change{To: job.Complete, Now: base})
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			id := fmt.Sprintf("j%03d", i)
+			want := []error{nil, job.ErrStaleFence, job.ErrTransition}[i%3]
+			if !errors.Is(err, want) || (want == nil) != (err == nil) {
+				t.Errorf("%s: ApplyJob = %v, want %v", id, err, want)
+			}
+			j, err := s.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.JobHistory(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantState, wantReceipts := job.Ready, 0
+			if i%3 == 0 {
+				wantState, wantReceipts = job.Deferred, 1
+			}
+			if j.State != wantState || len(h.Receipts) != wantReceipts || len(h.Transitions) != 1+wantReceipts {
+				t.Errorf("%s: %s with %d receipts, %d transitions; want %s, %d, %d",
+					id, j.State, len(h.Receipts), len(h.Transitions), wantState, wantReceipts, 1+wantReceipts)
+			}
+		}
+	})
+
+	t.Run("PanicReachesItsCaller", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+
+		if _, _, err := s.SubmitJob(ctx, benchJob("j1"), nil, base); err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != "mutate bug" {
+					t.Errorf("recovered %v, want the Mutate panic", r)
+				}
+			}()
+			s.ApplyJob(ctx, "j1", 0, job.Change{Now: base, Mutate: func(j *job.Job) {
+				j.Stage = "half-written"
+				panic("mutate bug")
+			}})
+			t.Error("ApplyJob returned after its Mutate panicked")
+		}()
+		// Nothing of it was written, and the store goes on.
+		if j, err := s.Job(ctx, "j1"); err != nil || j.Stage != "" {
+			t.Errorf("after the panic: Job = %+v, %v", j, err)
+		}
+		if _, err := s.ApplyJob(ctx, "j1", 0, deferral(base)); err != nil {
+			t.Errorf("ApplyJob after a panic: %v", err)
+		}
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := s.ApplyJob(ctx, "j1", 0, deferral(base)); !errors.Is(err, ctx.Err()) {
+			t.Errorf("ApplyJob with a cancelled context = %v, want %v", err, ctx.Err())
+		}
+	})
+}
+
+// submitAll submits n jobs from 16 goroutines, so that they share commits.
+func submitAll(t *testing.T, s *sqlite.Store, n int, mk func(i int) job.Job) {
+	t.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if _, _, err := s.SubmitJob(t.Context(), mk(int(i)), nil, base); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// TestMigrateLedgerFile opens a file made by a layover that had only the
+// ledger: the job tables are added, the ledger kept.
+func TestMigrateLedgerFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+
+	path := filepath.Join(t.TempDir(), "layover.db")
+	ledger, err := os.ReadFile(filepath.Join("migration", "001_ledger.up.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(ledger), "PRAGMA user_version = 1",
+		`INSERT INTO activity (at_ms, kind, line) VALUES (1, 'wait', 'from before')`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("making a v1 file: %v", err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, path)
+	if lines, err := s.Activity(ctx, 0); err != nil || len(lines) != 1 || lines[0].Line != "from before" {
+		t.Errorf("Activity after the migration = %+v, %v", lines, err)
+	}
+	if _, _, err := s.SubmitJob(ctx, benchJob("j1"), nil, base); err != nil {
+		t.Errorf("SubmitJob after the migration: %v", err)
+	}
+	var v int
+	if err := s.DB().QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil || v < 2 {
+		t.Errorf("user_version = %d, %v; want at least 2", v, err)
+	}
+}
+
+// TestReceiptsCannotChange: the schema itself refuses to edit or delete a
+// stored receipt.
+func TestReceiptsCannotChange(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+
+	s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+	j := benchJob("j1")
+	j.State = job.Deferred
+	if _, _, err := s.SubmitJob(ctx, j, &job.Receipt{JSON: testReceipt, IssuedAt: base}, base); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE job_receipt SET json = '{}' WHERE job_id = 'j1'`,
+		`DELETE FROM job_receipt WHERE job_id = 'j1'`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s = %v, want it refused as append-only", q, err)
+		}
+	}
+	h, err := s.JobHistory(ctx, "j1")
+	if err != nil || len(h.Receipts) != 1 || !bytes.Equal(h.Receipts[0].JSON, testReceipt) {
+		t.Errorf("receipts = %+v, %v; want the one stored, unchanged", h.Receipts, err)
+	}
+}
+
+// Multi-process claims: the test binary runs itself as claimer processes.
+const (
+	envClaimerStore = "LAYOVER_TEST_CLAIMER_STORE"
+	envClaimerID    = "LAYOVER_TEST_CLAIMER_ID"
+
+	claimJobs      = 200
+	claimProcesses = 8
+)
+
+// TestHelperClaimer is a helper process of TestClaimAcrossProcesses. It
+// opens the store, prints "ready", waits for a line on stdin, then claims
+// until no job is left, printing "claimed ID FENCE" for each.
+func TestHelperClaimer(t *testing.T) {
+	t.Parallel()
+
+	path := os.Getenv(envClaimerStore)
+	if path == "" {
+		return
+	}
+	ctx := t.Context()
+	host := "claimer-" + os.Getenv(envClaimerID)
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("%s: Open: %v", host, err)
+	}
+	defer s.Close()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		t.Fatalf("%s: waiting for go: %v", host, err)
+	}
+	// Several goroutines per process, so batches and processes both race.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for g := range 4 {
+		wg.Go(func() {
+			for {
+				js, err := s.ClaimJobs(ctx, host, base, time.Hour, 1+g)
+				if err != nil {
+					t.Errorf("%s: ClaimJobs: %v", host, err)
+					return
+				}
+				if len(js) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range js {
+					fmt.Printf("claimed %s %d\n", j.ID, j.Fence)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestClaimAcrossProcesses has 8 processes claim from one file at once:
+// every job is claimed exactly once.
+func TestClaimAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "layover.db")
+	s := open(t, path)
+	submitAll(t, s, claimJobs, func(i int) job.Job {
+		j := benchJob(fmt.Sprintf("j%03d", i))
+		j.Spec.Priority = i % 5
+		return j
+	})
+
+	type helper struct {
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout *bufio.Reader
+		errOut bytes.Buffer
+	}
+	hs := make([]*helper, claimProcesses)
+	for i := range hs {
+		h := &helper{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperClaimer$", "-test.count=1", "-test.timeout=5m")}
+		h.cmd.Dir = dir
+		h.cmd.Env = append(os.Environ(), envClaimerStore+"="+path, envClaimerID+"="+strconv.Itoa(i))
+		h.cmd.Stderr = &h.errOut
+		var err error
+		if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.stdout = bufio.NewReader(out)
+		if err := h.cmd.Start(); err != nil {
+			t.Fatalf("start claimer %d: %v", i, err)
+		}
+		hs[i] = h
+	}
+	for i, h := range hs {
+		if line, err := h.stdout.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("claimer %d did not get ready: %q, %v\n%s", i, line, err, h.errOut.String())
+		}
+	}
+	for _, h := range hs {
+		io.WriteString(h.stdin, "go\n")
+		h.stdin.Close()
+	}
+
+	claims := map[string][]string{} // job id -> "claimer:fence"
+	for i, h := range hs {
+		rest, _ := io.ReadAll(h.stdout)
+		if err := h.cmd.Wait(); err != nil {
+			t.Fatalf("claimer %d: %v\n%s%s", i, err, rest, h.errOut.String())
+		}
+		for line := range strings.Lines(string(rest)) {
+			f := strings.Fields(line)
+			if len(f) == 3 && f[0] == "claimed" {
+				claims[f[1]] = append(claims[f[1]], fmt.Sprintf("%d:%s", i, f[2]))
+			}
+		}
+	}
+	if len(claims) != claimJobs {
+		t.Errorf("%d jobs claimed, want %d", len(claims), claimJobs)
+	}
+	for id, cs := range claims {
+		if len(cs) != 1 || !strings.HasSuffix(cs[0], ":1") {
+			t.Errorf("%s claimed as %v, want once at fence 1", id, cs)
+		}
+	}
+	js, err := s.ListJobs(ctx, job.Ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js {
+		if j.Fence != 1 || !strings.HasPrefix(j.LeaseOwner, "claimer-") {
+			t.Errorf("%s: fence %d, lease %q after the claims", j.ID, j.Fence, j.LeaseOwner)
+		}
+	}
+}
+
+// BenchmarkApplyJobParallel is issue 3's deferral throughput: 64
+// goroutines each deferring distinct ready jobs with a receipt, every call
+// durable (synchronous=FULL) before it returns.
+func BenchmarkApplyJobParallel(b *testing.B) {
+	ctx := b.Context()
+	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
+	// Submit the jobs before the clock starts, 64 at a time.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+				if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	next.Store(0)
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			if _, err := s.ApplyJob(ctx, "j"+strconv.FormatInt(i, 10), 0, deferral(base)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
+}
+
+// BenchmarkApplyJob is one deferral at a time: a lone call commits at once,
+// in a batch of one, so this is the latency of one durable deferral.
+func BenchmarkApplyJob(b *testing.B) {
+	ctx := b.Context()
+	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
+	var i int
+	for b.Loop() {
+		b.StopTimer()
+		id := "j" + strconv.Itoa(i)
+		i++
+		if _, _, err := s.SubmitJob(ctx, benchJob(id), nil, base); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := s.ApplyJob(ctx, id, 0, deferral(base)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
+}
+
+// BenchmarkSubmitJob submits distinct jobs from 64 goroutines, each durable
+// before the call returns.
+func BenchmarkSubmitJob(b *testing.B) {
+	ctx := b.Context()
+	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
+	var next atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
