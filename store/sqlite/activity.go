@@ -8,14 +8,27 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-const insertActivity = `INSERT INTO activity (at_ms, kind, line) VALUES (?, ?, ?)`
+const (
+	insertActivity   = `INSERT INTO activity (at_ms, kind, line) VALUES (?, ?, ?)`
+	selectSkipReason = `SELECT reason_key FROM skip_reason WHERE scope = ?`
+)
 
 // RecordSkip implements store.Store.
 func (s *Store) RecordSkip(ctx context.Context, scope, reasonKey string, a store.Activity) (bool, error) {
+	// A read first: the common case, a skip for the reason already written,
+	// then takes no write lock. A change is checked again inside the write.
+	var last string
+	err := s.db.QueryRowContext(ctx, selectSkipReason, scope).Scan(&last)
+	if err != nil && err != sql.ErrNoRows {
+		return false, err
+	}
+	if err == nil && last == reasonKey {
+		return false, nil
+	}
 	wrote := false
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var last string
-		err := tx.QueryRowContext(ctx, `SELECT reason_key FROM skip_reason WHERE scope = ?`, scope).Scan(&last)
+		err := tx.QueryRowContext(ctx, selectSkipReason, scope).Scan(&last)
 		if err != nil && err != sql.ErrNoRows {
 			return err
 		}

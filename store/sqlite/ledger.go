@@ -1,8 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,11 +94,109 @@ func collectStates(rows *sql.Rows, err error) ([]quota.State, error) {
 	return out, rows.Err()
 }
 
-// States implements store.Store.
+// maxPreparedKeys is the most keys a States call reads through a statement
+// prepared once per Store; a pass names one to three. A call with more keys
+// builds its query afresh.
+const maxPreparedKeys = 4
+
+// stateValues are the columns of a state besides its key.
+const stateValues = `limit_units, remaining, reset_at_ms, reset_known, raw_reset, observed_at_ms,
+	observed_by, source, cause`
+
+// statesQuery reads n keys, each by its primary key: row i, if present, is
+// the state of the i-th key bound and starts with i.
+func statesQuery(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		b.WriteString("SELECT " + strconv.Itoa(i) + ", " + stateValues +
+			" FROM quota_state WHERE host = ? AND principal = ? AND resource = ?")
+	}
+	return b.String()
+}
+
+// statesStmt returns the prepared statesQuery(n), preparing it on first use.
+func (s *Store) statesStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st := s.states[n].Load(); st != nil {
+		return st, nil
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.states[n].Load(); st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, statesQuery(n))
+	if err != nil {
+		return nil, err
+	}
+	s.states[n].Store(st)
+	return st, nil
+}
+
+// States implements store.Store. The states come ordered by key, as
+// AllStates orders them.
 func (s *Store) States(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	if len(keys) > maxPreparedKeys {
+		return s.manyStates(ctx, keys)
+	}
+	// Sorted and without repeats, the keys give the rows their order.
+	var buf [maxPreparedKeys]quota.Key
+	uniq := buf[:copy(buf[:], keys)]
+	slices.SortFunc(uniq, compareKeys)
+	uniq = slices.Compact(uniq)
+
+	stmt, err := s.statesStmt(ctx, len(uniq))
+	if err != nil {
+		return nil, err
+	}
+	var args [3 * maxPreparedKeys]any
+	for i, k := range uniq {
+		args[3*i], args[3*i+1], args[3*i+2] = k.Host, k.Principal, k.Resource
+	}
+	rows, err := stmt.QueryContext(ctx, args[:3*len(uniq)]...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found [maxPreparedKeys]quota.State
+	var have [maxPreparedKeys]bool
+	for rows.Next() {
+		var i int
+		var st quota.State
+		var reset, observed int64
+		var source, cause string
+		if err := rows.Scan(&i, &st.Limit, &st.Remaining, &reset, &st.ResetKnown, &st.RawReset,
+			&observed, &st.ObservedBy, &source, &cause); err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= len(uniq) {
+			return nil, fmt.Errorf("states: row for key %d of %d", i, len(uniq))
+		}
+		st.Key = uniq[i]
+		st.ResetAt, st.ObservedAt = fromMS(reset), fromMS(observed)
+		st.Source, st.Cause = quota.Source(source), quota.Cause(cause)
+		found[i], have[i] = st, true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []quota.State
+	for i := range uniq {
+		if have[i] {
+			out = append(out, found[i])
+		}
+	}
+	return out, nil
+}
+
+// manyStates reads more keys than a prepared statement covers, in one query
+// built for them.
+func (s *Store) manyStates(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
 	var b strings.Builder
 	b.WriteString(`SELECT ` + stateColumns + ` FROM quota_state WHERE (host, principal, resource) IN (`)
 	args := make([]any, 0, 3*len(keys))
@@ -107,6 +209,13 @@ func (s *Store) States(ctx context.Context, keys []quota.Key) ([]quota.State, er
 	}
 	b.WriteString(`) ORDER BY host, principal, resource`)
 	return collectStates(s.db.QueryContext(ctx, b.String(), args...))
+}
+
+// compareKeys orders keys as the table's primary key does: by host,
+// principal and resource, each compared bytewise (SQLite's BINARY collation).
+func compareKeys(a, b quota.Key) int {
+	return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Principal, b.Principal),
+		strings.Compare(a.Resource, b.Resource))
 }
 
 // AllStates implements store.Store.

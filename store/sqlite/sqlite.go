@@ -7,6 +7,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	modernc "modernc.org/sqlite"
 
 	"github.com/layoverhq/layover/store"
 )
@@ -33,6 +36,11 @@ const BusyTimeoutMS = 10000
 type Store struct {
 	db   *sql.DB
 	path string
+
+	// states[n] reads n keys (see statesQuery); prepared on first use and
+	// closed by Close. stmtMu serialises preparing and closing.
+	stmtMu sync.Mutex
+	states [maxPreparedKeys + 1]atomic.Pointer[sql.Stmt]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -85,17 +93,47 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, &PathError{Path: path, Err: err}
 	}
 	q := "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeoutMS) + ")" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", abs+"?"+q)
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+		"&_pragma=journal_size_limit(" + strconv.Itoa(journalSizeLimit) + ")&_txlock=immediate"
+	c, err := modernc.NewConnector(abs + "?" + q)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	db := sql.OpenDB(persistWAL{c})
 	s := &Store{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// journalSizeLimit bounds, in bytes, the WAL file SQLite keeps after a
+// checkpoint; the last connection to close empties it.
+const journalSizeLimit = 4 << 20
+
+// persistWAL opens connections that leave the -wal and -shm files in place
+// when the last one closes (SQLITE_FCNTL_PERSIST_WAL). The close still
+// checkpoints and, with a journal size limit, empties the WAL; what is saved
+// is deleting both files at the end of every short layover process and
+// creating them again at the start of the next. Durability is unchanged.
+type persistWAL struct{ driver.Connector }
+
+func (p persistWAL) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := p.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fc, ok := conn.(modernc.FileControl)
+	if !ok {
+		conn.Close()
+		return nil, errors.New("sqlite driver without file control")
+	}
+	if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // prepareFile makes the folder (0700) and an empty file (0600) when missing,
@@ -130,8 +168,17 @@ func (s *Store) Path() string { return s.path }
 // DB exposes the database for tests and benchmarks of this package's users.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the prepared statements and the database.
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	for i := range s.states {
+		if st := s.states[i].Swap(nil); st != nil {
+			st.Close()
+		}
+	}
+	return s.db.Close()
+}
 
 // migrate applies every embedded migration newer than PRAGMA user_version.
 // The common case, an up-to-date file, costs one read.

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -549,23 +552,214 @@ func TestOpenRelativeFilePrefix(t *testing.T) {
 	}
 }
 
-// BenchmarkAdmitFromLedger is a pass's admission decision including the
-// ledger read: the states of core and graphql from the file, then Admit.
-func BenchmarkAdmitFromLedger(b *testing.B) {
-	ctx := b.Context()
-	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
+// TestStatesKeyCounts reads every subset of a ledger's keys, in scrambled
+// order and with repeats, so that both the prepared reads (up to four keys)
+// and the query built for more keys are checked against AllStates.
+func TestStatesKeyCounts(t *testing.T) {
+	t.Parallel()
+
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+	var stored []quota.State
+	for i, k := range []quota.Key{
+		{Host: "api.github.com", Principal: "octocat", Resource: "core"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "graphql"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "search"},
+		{Host: "api.github.com", Principal: "hubot", Resource: "core"},
+		{Host: "ghe.example", Principal: "octocat", Resource: "core"},
+	} {
+		stored = append(stored, quota.State{Key: k, Limit: 5000, Remaining: int64(i), ResetAt: base.Add(time.Hour),
+			ResetKnown: true, RawReset: base.Add(time.Hour).Unix(), ObservedAt: base, ObservedBy: "h",
+			Source: quota.SourceHeaders, Cause: quota.CauseBelowReserve})
+	}
+	if err := s.RecordStates(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.AllStates(ctx)
+	if err != nil || len(all) != len(stored) {
+		t.Fatalf("AllStates = %d states, %v", len(all), err)
+	}
+	absent := quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "absent"}
+
+	// Each subset of the stored keys, plus the absent key, reversed, with
+	// its first key repeated.
+	for mask := 0; mask < 1<<len(all); mask++ {
+		var keys []quota.Key
+		var want []quota.State
+		for i, st := range all {
+			if mask&(1<<i) != 0 {
+				keys = append([]quota.Key{st.Key}, keys...)
+				want = append(want, st)
+			}
+		}
+		for _, extra := range [][]quota.Key{nil, {absent}, keys[:min(1, len(keys))]} {
+			ks := append(append([]quota.Key(nil), keys...), extra...)
+			if len(ks) == 0 {
+				continue
+			}
+			got, err := s.States(ctx, ks)
+			if err != nil {
+				t.Fatalf("States(%v): %v", ks, err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("States(%v) = %d states, want %d", ks, len(got), len(want))
+			}
+			for i := range want {
+				if !sameState(got[i], want[i]) {
+					t.Errorf("States(%v)[%d] = %+v, want %+v", ks, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestStatesConcurrent reads through the prepared statements from many
+// goroutines at once, every key count at the same time (run it with -race).
+func TestStatesConcurrent(t *testing.T) {
+	t.Parallel()
+
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "layover.db"))
 	keys := []quota.Key{
 		{Host: "api.github.com", Principal: "octocat", Resource: "core"},
 		{Host: "api.github.com", Principal: "octocat", Resource: "graphql"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "search"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "code_search"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "scim"},
 	}
+	var states []quota.State
+	for _, k := range keys {
+		states = append(states, quota.State{Key: k, Limit: 5000, Remaining: 1, ResetAt: base, ObservedAt: base})
+	}
+	if err := s.RecordStates(ctx, states); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for j := range 50 {
+				n := 1 + (g+j)%len(keys)
+				got, err := s.States(ctx, keys[:n])
+				if err == nil && len(got) != n {
+					err = fmt.Errorf("States of %d keys = %d states", n, len(got))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestStatesAfterClose: a closed store answers with an error, not a panic.
+func TestStatesAfterClose(t *testing.T) {
+	t.Parallel()
+
+	ctx := t.Context()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "layover.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"}
+	if _, err := s.States(ctx, []quota.Key{k}); err != nil {
+		t.Fatalf("States: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for n := 1; n <= 5; n++ {
+		if _, err := s.States(ctx, slices.Repeat([]quota.Key{{Host: "h", Principal: "p", Resource: "r"}}, n)); err == nil {
+			t.Errorf("States of %d keys after Close = nil error", n)
+		}
+	}
+}
+
+// TestCloseKeepsEmptyWAL: the last connection to close checkpoints, leaves
+// the -wal and -shm files for the next process, and empties the WAL.
+func TestCloseKeepsEmptyWAL(t *testing.T) {
+	t.Parallel()
+
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "layover.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := quota.State{Key: quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"},
+		Limit: 5000, Remaining: 7, ResetAt: base, ObservedAt: base}
+	if err := s.RecordStates(ctx, []quota.State{st}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("WAL after a write: %v, %v; want a non-empty file", fi, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		fi, err := os.Stat(path + suffix)
+		if err != nil {
+			t.Fatalf("%s after Close: %v", suffix, err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want none for group or others", suffix, perm)
+		}
+		if suffix == "-wal" && fi.Size() != 0 {
+			t.Errorf("WAL after the last Close has %d bytes, want 0", fi.Size())
+		}
+	}
+	// The write was checkpointed into the file itself.
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var remaining int64
+	if err := db.QueryRowContext(ctx, `SELECT remaining FROM quota_state`).Scan(&remaining); err != nil || remaining != 7 {
+		t.Errorf("remaining read back = %d, %v; want 7", remaining, err)
+	}
+}
+
+// BenchmarkAdmitFromLedger is what `layover pass` does on its fast path,
+// after opening the store: read the states of the pass's keys (core and
+// graphql, its default) from the ledger file and decide. The ledger holds
+// what a /rate_limit leaves, every resource of two principals; graphql is
+// below its reserve, so the decision is a skip. The context is a plain one,
+// as pass's is.
+func BenchmarkAdmitFromLedger(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
 	now := base
 	var states []quota.State
-	for i, k := range keys {
-		states = append(states, quota.State{Key: k, Limit: 5000, Remaining: int64(4000 - 3700*i),
-			ResetAt: now.Add(time.Hour), ResetKnown: true, ObservedAt: now, Source: quota.SourceHeaders})
+	for _, p := range []string{"hubot", "octocat"} {
+		for _, r := range []string{"actions_runner_registration", "audit_log", "code_scanning_upload",
+			"code_search", "core", "dependency_snapshots", "graphql", "integration_manifest", "scim",
+			"search", "source_import"} {
+			remaining := int64(4000)
+			if r == "graphql" {
+				remaining = 300
+			}
+			states = append(states, quota.State{
+				Key:   quota.Key{Host: "api.github.com", Principal: p, Resource: r},
+				Limit: 5000, Remaining: remaining, ResetAt: now.Add(time.Hour), ResetKnown: true,
+				RawReset: now.Add(time.Hour).Unix(), ObservedAt: now, ObservedBy: "bench",
+				Source: quota.SourceRateLimit,
+			})
+		}
 	}
 	if err := s.RecordStates(ctx, states); err != nil {
 		b.Fatal(err)
+	}
+	keys := []quota.Key{
+		{Host: "api.github.com", Principal: "octocat", Resource: "core"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "graphql"},
 	}
 	p := quota.DefaultPolicy()
 	var d quota.Decision
@@ -576,7 +770,43 @@ func BenchmarkAdmitFromLedger(b *testing.B) {
 		}
 		d = p.Admit(now, got)
 	}
-	if d.Admit || d.Blocking.Resource != "graphql" {
+	if d.Admit || d.Blocking.Resource != "graphql" || d.Cause != quota.CauseBelowReserve {
 		b.Fatalf("unexpected decision %+v", d)
+	}
+}
+
+// BenchmarkOpenReadClose is what a short layover process pays its store,
+// SQLite's one-time start aside: open an existing ledger (connection,
+// pragmas, schema, migration check), read the states of two keys, close (a
+// checkpoint of an empty WAL).
+func BenchmarkOpenReadClose(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "layover.db")
+	keys := []quota.Key{
+		{Host: "api.github.com", Principal: "octocat", Resource: "core"},
+		{Host: "api.github.com", Principal: "octocat", Resource: "graphql"},
+	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RecordStates(ctx, []quota.State{{Key: keys[0], Limit: 5000, Remaining: 0,
+		ResetAt: base.Add(time.Hour), ObservedAt: base}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got, err := s.States(ctx, keys); err != nil || len(got) != 1 {
+			b.Fatalf("States = %d states, %v", len(got), err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,0 +1,193 @@
+// Command passoverhead measures what `layover pass` costs a cron line when the
+// ledger already says skip: the whole process, from exec to exit, of
+// `layover pass -- true` against `/bin/true`, with a reference Go program
+// that opens the same SQLite file and reads one row (./oneread).
+//
+// It builds both binaries into a temporary folder, writes an exhausted core
+// quota for the principal into a new store, checks that the pass skips, then
+// runs the three commands in turn N times (the order rotating each round) and
+// prints min, median and p90 of each and the median of the per-round
+// differences to /bin/true.
+//
+// Run it from anywhere inside the module:
+//
+//	go run ./bench/passoverhead [-n 200]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store/sqlite"
+)
+
+const (
+	apiHost   = "api.github.com"
+	principal = "octocat"
+)
+
+func main() {
+	n := flag.Int("n", 200, "rounds; each runs every command once")
+	warm := flag.Int("warmup", 10, "untimed rounds first")
+	keep := flag.Bool("keep", false, "keep the temporary folder and print how to run the commands by hand")
+	flag.Parse()
+	if *n < 1 || *warm < 0 {
+		fail("want -n >= 1 and -warmup >= 0")
+	}
+
+	dir, err := os.MkdirTemp("", "passoverhead-")
+	if err != nil {
+		fail("%v", err)
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	layover := filepath.Join(dir, "layover")
+	oneread := filepath.Join(dir, "oneread")
+	build(layover, "github.com/layoverhq/layover/cmd/layover")
+	build(oneread, "github.com/layoverhq/layover/bench/passoverhead/oneread")
+
+	db := filepath.Join(dir, "state", "layover.db")
+	seed(db)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+		"LAYOVER_STORE=" + db,
+		"LAYOVER_PRINCIPAL=" + principal,
+		"GH_TOKEN=passoverhead-not-a-token",
+	}
+
+	// The pass must skip: with `false` as its command it would exit 1 if
+	// it ran it. The first skip writes the one activity line; every later
+	// one finds the reason unchanged.
+	if code := run(env, layover, "pass", "--", "false"); code != 0 {
+		fail("layover pass -- false exited %d; the ledger should have made it skip", code)
+	}
+
+	cmds := []bench{
+		{name: "layover pass -- true", argv: []string{layover, "pass", "--", "true"}},
+		{name: "/bin/true", argv: []string{"/bin/true"}},
+		{name: "oneread (Go, SQLite, one row)", argv: []string{oneread, db}},
+	}
+	for r := range *warm + *n {
+		for i := range cmds {
+			c := &cmds[(r+i)%len(cmds)]
+			start := time.Now()
+			if code := run(env, c.argv...); code != 0 {
+				fail("%s exited %d", c.name, code)
+			}
+			if r >= *warm {
+				c.times = append(c.times, time.Since(start))
+			}
+		}
+	}
+	checkActivity(db)
+
+	fmt.Printf("passoverhead: %d rounds (+%d warm-up), %s, GOMAXPROCS %d, %s/%s\n",
+		*n, *warm, runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	fmt.Printf("%-32s %9s %9s %9s\n", "command", "min", "median", "p90")
+	for _, c := range cmds {
+		s := slices.Sorted(slices.Values(c.times))
+		fmt.Printf("%-32s %9s %9s %9s\n", c.name, ms(s[0]), ms(pct(s, 50)), ms(pct(s, 90)))
+	}
+	base := cmds[1].times
+	for _, c := range []bench{cmds[0], cmds[2]} {
+		d := make([]time.Duration, len(base))
+		for i := range d {
+			d[i] = c.times[i] - base[i]
+		}
+		slices.Sort(d)
+		fmt.Printf("median difference %s - /bin/true: %s\n", strings.Fields(c.name)[0], ms(pct(d, 50)))
+	}
+	if *keep {
+		fmt.Printf("\nkept %s; by hand:\n  env -i %s %s pass -- true\n", dir, strings.Join(env, " "), layover)
+	}
+}
+
+type bench struct {
+	name  string
+	argv  []string
+	times []time.Duration
+}
+
+// run runs argv with env, its output discarded, and returns its exit code.
+func run(env []string, argv ...string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	if err := cmd.Run(); err != nil {
+		if cmd.ProcessState == nil {
+			fail("%s: %v", argv[0], err)
+		}
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// build compiles pkg to out with the go command on PATH.
+func build(out, pkg string) {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fail("go build %s: %v", pkg, err)
+	}
+}
+
+// seed makes a store whose ledger says skip: the principal's core quota is
+// exhausted until an hour from now.
+func seed(path string) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer st.Close()
+	now := time.Now()
+	reset := now.Add(time.Hour).Truncate(time.Second)
+	err = st.RecordStates(ctx, []quota.State{{
+		Key:   quota.Key{Host: apiHost, Principal: principal, Resource: "core"},
+		Limit: 5000, Remaining: 0, ResetAt: reset, ResetKnown: true, RawReset: reset.Unix(),
+		ObservedAt: now, ObservedBy: "passoverhead", Source: quota.SourceHeaders, Cause: quota.CauseExhausted,
+	}})
+	if err != nil {
+		fail("seed the store: %v", err)
+	}
+}
+
+// checkActivity fails unless the passes left exactly one skip line: they all
+// skipped, for one reason.
+func checkActivity(path string) {
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer st.Close()
+	lines, err := st.Activity(context.Background(), 0)
+	if err != nil {
+		fail("%v", err)
+	}
+	if len(lines) != 1 || lines[0].Kind != "skip" {
+		fail("activity log has %d lines (%v), want one skip line", len(lines), lines)
+	}
+}
+
+// pct is the p-th percentile of sorted s, nearest rank.
+func pct(s []time.Duration, p int) time.Duration {
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func fail(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "passoverhead: "+format+"\n", a...)
+	os.Exit(1)
+}
