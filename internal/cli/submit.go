@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/host"
@@ -34,7 +35,7 @@ type SubmitOptions struct {
 	Principal string
 }
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func runSubmit(ctx context.Context, env *Env, args []string) error {
 	var o SubmitOptions
@@ -105,7 +106,7 @@ func (o *SubmitOptions) spec(now time.Time) (job.Spec, error) {
 		}
 	}
 	for _, n := range o.EnvNames {
-		if !envNamePattern.MatchString(n) {
+		if !envNamePattern().MatchString(n) {
 			return job.Spec{}, fmt.Errorf("--env %q is not a variable name", n)
 		}
 	}

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider/github"
@@ -67,6 +69,17 @@ type githubTarget struct {
 	Fingerprint string
 	// Learned is true when Principal is a login rather than a fallback.
 	Learned bool
+	// lazyToken finds the token on first use when Token was not resolved
+	// up front.
+	lazyToken func() string
+}
+
+// token returns the token, resolving it now when it was left for later.
+func (t githubTarget) token() string {
+	if t.Token == "" && t.lazyToken != nil {
+		return t.lazyToken()
+	}
+	return t.Token
 }
 
 // resolveGitHub finds the API, the token and the principal without calling
@@ -79,22 +92,28 @@ func resolveGitHub(ctx context.Context, env *Env, st store.Store, principalFlag 
 		return githubTarget{}, usageErr("%v", err)
 	}
 	t := githubTarget{BaseURL: base, Host: host}
-	token, source, err := github.ResolveToken(ctx, env.Getenv, func(ctx context.Context) (string, error) {
-		return github.GHAuthToken(ctx, host)
-	})
+	resolve := func() (string, github.TokenSource, error) {
+		return github.ResolveToken(ctx, env.Getenv, func(ctx context.Context) (string, error) {
+			return github.GHAuthToken(ctx, host)
+		})
+	}
+	if p := cmp.Or(principalFlag, env.Getenv("LAYOVER_PRINCIPAL")); p != "" {
+		// The principal is given: the token is needed only for a call, so
+		// a pass that the ledger skips never runs `gh auth token`.
+		t.Principal, t.Learned = p, true
+		t.lazyToken = sync.OnceValue(func() string {
+			token, _, _ := resolve()
+			return token
+		})
+		return t, nil
+	}
+	token, source, err := resolve()
 	if err != nil {
 		return githubTarget{}, usageErr("%v", err)
 	}
 	t.Token, t.TokenSource = token, source
 	if token != "" {
 		t.Fingerprint = quota.TokenFingerprint(token)
-	}
-	if p := principalFlag; p != "" || env.Getenv("LAYOVER_PRINCIPAL") != "" {
-		if p == "" {
-			p = env.Getenv("LAYOVER_PRINCIPAL")
-		}
-		t.Principal, t.Learned = p, true
-		return t, nil
 	}
 	if token == "" {
 		t.Principal = quota.AnonymousPrincipal
@@ -134,7 +153,7 @@ func (t githubTarget) keys(resources []string) []quota.Key {
 }
 
 func (t githubTarget) client() *github.Client {
-	return &github.Client{BaseURL: t.BaseURL, Token: t.Token, HTTP: &http.Client{Timeout: 10 * time.Second}, UserAgent: "layover"}
+	return &github.Client{BaseURL: t.BaseURL, Token: t.token(), HTTP: &http.Client{Timeout: 10 * time.Second}, UserAgent: "layover"}
 }
 
 // learnLogin asks GET /user once for a token whose login is not yet known,

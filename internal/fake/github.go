@@ -449,8 +449,8 @@ func (g *GitHub) answer(r *http.Request, token string, reqBody []byte) reply {
 			Login string `json:"login"`
 			ID    int64  `json:"id"`
 		}{g.login, g.userID})))
-	case r.Method == http.MethodPost && pullsPathRE.MatchString(path):
-		m := pullsPathRE.FindStringSubmatch(path)
+	case r.Method == http.MethodPost && pullsPathRE().MatchString(path):
+		m := pullsPathRE().FindStringSubmatch(path)
 		status, body := g.createPull(m[1], m[2], path, reqBody, now)
 		return finish(g.jsonReply(status, b, resource, now, body))
 	case resource == ResourceSearch || resource == ResourceCodeSearch:
@@ -472,7 +472,7 @@ func (g *GitHub) answer(r *http.Request, token string, reqBody []byte) reply {
 	}{r.Method, path})))
 }
 
-var pullsPathRE = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`)
+var pullsPathRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`) })
 
 // routeResource names the resource a request to path is charged to.
 func routeResource(method, path string) string {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
@@ -38,10 +39,14 @@ var (
 	// reUsageLimits matches the spend-limit texts: "You have reached your
 	// specified API usage limits", its workspace variant, and the monthly
 	// cap's "You have reached your API usage limits: …".
-	reUsageLimits = regexp.MustCompile(`(?i)reached your (?:specified )?(?:workspace )?API usage limits`)
+	reUsageLimits = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)reached your (?:specified )?(?:workspace )?API usage limits`)
+	})
 	// reRegain matches the resume time a spend-limit message states: "You
 	// will regain access on 2026-09-01 at 00:00 UTC."
-	reRegain = regexp.MustCompile(`(?i)regain access on (\d{4}-\d{2}-\d{2}) at (\d{1,2}:\d{2}) UTC`)
+	reRegain = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)regain access on (\d{4}-\d{2}-\d{2}) at (\d{1,2}:\d{2}) UTC`)
+	})
 )
 
 // apiError is the error object of a body or of a stream's error event.
@@ -227,7 +232,7 @@ func (c *classifier) classify(out provider.Outcome, status int, label string, e 
 		out.ResetAt = resetparse.SkewCorrect(boundary, c.date, c.now)
 		out.Reason += "; resumes 00:00 UTC on the 1st of next month (documented)"
 		return llm.AddRejected(out, boundary.Unix(), c.date, c.now)
-	case reUsageLimits.MatchString(e.message):
+	case reUsageLimits().MatchString(e.message):
 		out.Class, out.Resource = provider.ClassQuota, ResourceSpend
 		out.Reason = label + " API usage limits reached (spend limit)"
 		if reset, raw, ok := c.statedRegain(e.message); ok {
@@ -267,7 +272,7 @@ func (c *classifier) withMessage(label string, e apiError) string {
 // statedRegain parses "regain access on YYYY-MM-DD at HH:MM UTC" from a
 // message: the reset on this machine's clock and in epoch seconds.
 func (c *classifier) statedRegain(msg string) (time.Time, int64, bool) {
-	m := reRegain.FindStringSubmatch(msg)
+	m := reRegain().FindStringSubmatch(msg)
 	if m == nil {
 		return time.Time{}, 0, false
 	}

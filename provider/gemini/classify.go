@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
@@ -21,10 +22,12 @@ const ResourceBilling = "billing"
 
 var (
 	// reLimitZero matches "limit: 0": the tier has no quota for the model.
-	reLimitZero = regexp.MustCompile(`\blimit: 0\b`)
+	reLimitZero = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\blimit: 0\b`) })
 	// reMetricText reads "Quota exceeded for metric: <metric>, limit: <n>,
 	// model: <model>" from a message.
-	reMetricText = regexp.MustCompile(`Quota exceeded for metric: ([A-Za-z0-9_./-]{1,200}), limit: ([0-9]{1,15})(?:, model: ([A-Za-z0-9_.-]{1,64}))?`)
+	reMetricText = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`Quota exceeded for metric: ([A-Za-z0-9_./-]{1,200}), limit: ([0-9]{1,15})(?:, model: ([A-Za-z0-9_.-]{1,64}))?`)
+	})
 )
 
 // Principal reports the principal a Gemini response names in its headers:
@@ -182,21 +185,21 @@ func exhausted(out provider.Outcome, label string, e apiError, h http.Header, da
 		out.Limit = e.infoValue
 		isDaily = daily(e.infoLimit)
 	}
-	if m := reLimitName.FindStringSubmatch(e.message); m != nil {
+	if m := reLimitName().FindStringSubmatch(e.message); m != nil {
 		// Code Assist's limit text names the model; ErrorInfo may not.
 		if r := limitNameResource(e.message); r != "" && !strings.Contains(out.Resource, ":") {
 			out.Resource = r
 		}
 		isDaily = isDaily || daily(m[1])
 	}
-	if m := reMetricText.FindStringSubmatch(e.message); m != nil && out.Resource == "" {
+	if m := reMetricText().FindStringSubmatch(e.message); m != nil && out.Resource == "" {
 		// "Quota exceeded for metric: …_requests, limit: 5, model: gemini-2.5-pro"
 		out.Resource = withModel(metricResource(m[1]), m[3])
 		if n, ok := llm.Count(m[2]); ok && out.Limit == quota.Unknown {
 			out.Limit, out.Remaining = n, 0
 		}
 	}
-	limitZero := reLimitZero.MatchString(e.message)
+	limitZero := reLimitZero().MatchString(e.message)
 	if limitZero {
 		out.Limit, out.Remaining = 0, 0
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider/internal/llm"
@@ -211,9 +212,9 @@ var statusOfCode = map[string]int{
 var (
 	// reLimitName reads Code Assist's "limit 'Gemini 2.5 Pro Requests per
 	// day per user per tier'".
-	reLimitName = regexp.MustCompile(`(?i)\blimit '([^']{1,160})'`)
+	reLimitName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\blimit '([^']{1,160})'`) })
 	// reWindowWords finds "per minute", "per day", "per hour" in a name.
-	reWindowWords = regexp.MustCompile(`(?i)\bper (minute|day|hour|second)\b`)
+	reWindowWords = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bper (minute|day|hour|second)\b`) })
 )
 
 // camelWords splits "GenerateRequestsPerMinute" into its words.
@@ -324,7 +325,7 @@ func violationResource(v violation) string {
 // 2.5 Pro Requests per day per user per tier" →
 // "requests-per-day:gemini-2.5-pro").
 func limitNameResource(msg string) string {
-	m := reLimitName.FindStringSubmatch(msg)
+	m := reLimitName().FindStringSubmatch(msg)
 	if m == nil {
 		return ""
 	}
@@ -334,7 +335,7 @@ func limitNameResource(msg string) string {
 		return ""
 	}
 	res := dim
-	if w := reWindowWords.FindStringSubmatch(m[1]); w != nil {
+	if w := reWindowWords().FindStringSubmatch(m[1]); w != nil {
 		res += "-per-" + strings.ToLower(w[1])
 	}
 	// The model is the words before the dimension.

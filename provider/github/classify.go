@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -35,7 +36,7 @@ var secondaryDocSuffixes = []string{
 
 // reRateExceeded matches GitHub's primary-limit texts: "API rate limit
 // exceeded for …", "API rate limit already exceeded for …".
-var reRateExceeded = regexp.MustCompile(`(?i)rate limit (?:already )?exceeded`)
+var reRateExceeded = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)rate limit (?:already )?exceeded`) })
 
 // gqlError is one object of a GraphQL errors[] array.
 type gqlError struct {
@@ -178,7 +179,7 @@ func (e *evidence) graphqlRate() (string, bool) {
 		}
 	}
 	for _, g := range e.gqlErrors {
-		if reRateExceeded.MatchString(g.message) {
+		if reRateExceeded().MatchString(g.message) {
 			return "GraphQL error message says rate limit exceeded", true
 		}
 	}
@@ -189,7 +190,7 @@ func (e *evidence) graphqlRate() (string, bool) {
 // exceeded ("API rate limit exceeded", "API rate limit already exceeded").
 func (e *evidence) primaryMessage() (string, bool) {
 	for _, m := range e.messages {
-		if reRateExceeded.MatchString(m) && !strings.Contains(strings.ToLower(m), "secondary") {
+		if reRateExceeded().MatchString(m) && !strings.Contains(strings.ToLower(m), "secondary") {
 			return `"rate limit exceeded" message`, true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
@@ -21,15 +22,17 @@ const (
 
 var (
 	// reANSI matches terminal escape sequences (colours when forced).
-	reANSI = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+	reANSI = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`) })
 	// reGHAPISuffix matches gh api's "<message> (HTTP <status>)".
-	reGHAPISuffix = regexp.MustCompile(`^(.*?)\s*\(HTTP (\d{3})\)\s*$`)
+	reGHAPISuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.*?)\s*\(HTTP (\d{3})\)\s*$`) })
 	// reGoGHHTTP matches go-gh's "HTTP <status>: <message> (<url>)",
 	// "HTTP <status> (<url>)" and gh api's bare "HTTP <status>", possibly
 	// after a "context: " prefix.
-	reGoGHHTTP = regexp.MustCompile(`(?:^|\s)HTTP (\d{3})(?::\s*(.*?))?(?:\s*\((https?://[^\s()]*)\))?\s*$`)
+	reGoGHHTTP = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|\s)HTTP (\d{3})(?::\s*(.*?))?(?:\s*\((https?://[^\s()]*)\))?\s*$`)
+	})
 	// reURLInParens finds a request URL printed in parentheses.
-	reURLInParens = regexp.MustCompile(`\((https?://[^\s()]+)\)`)
+	reURLInParens = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\((https?://[^\s()]+)\)`) })
 )
 
 // networkTexts are transport failures that a later attempt may not meet.
@@ -72,7 +75,7 @@ func unwrapGHLine(line string) ghLine {
 	var g ghLine
 	if rest, ok := strings.CutPrefix(s, "gh: "); ok {
 		s = rest
-		if m := reGHAPISuffix.FindStringSubmatch(s); m != nil {
+		if m := reGHAPISuffix().FindStringSubmatch(s); m != nil {
 			g.status, _ = strconv.Atoi(m[2])
 			s = m[1]
 		}
@@ -80,7 +83,7 @@ func unwrapGHLine(line string) ghLine {
 	if i := strings.Index(s, "GraphQL: "); i >= 0 {
 		g.graphql = true
 		s = s[i+len("GraphQL: "):]
-	} else if m := reGoGHHTTP.FindStringSubmatchIndex(s); m != nil {
+	} else if m := reGoGHHTTP().FindStringSubmatchIndex(s); m != nil {
 		g.status, _ = strconv.Atoi(s[m[2]:m[3]])
 		if m[6] >= 0 {
 			g.url = s[m[6]:m[7]]
@@ -92,7 +95,7 @@ func unwrapGHLine(line string) ghLine {
 		s = msg
 	}
 	if g.url == "" {
-		if m := reURLInParens.FindStringSubmatch(line); m != nil {
+		if m := reURLInParens().FindStringSubmatch(line); m != nil {
 			g.url = m[1]
 		}
 	}
@@ -135,7 +138,7 @@ func stripANSI(b []byte) []byte {
 	if bytes.IndexByte(b, 0x1b) < 0 {
 		return b
 	}
-	return reANSI.ReplaceAll(b, nil)
+	return reANSI().ReplaceAll(b, nil)
 }
 
 // ClassifyCLI classifies a finished `gh` invocation from its exit code and

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
@@ -42,15 +43,17 @@ var rateTypes = map[string]bool{
 var (
 	// reDimension finds the limit a message names: "on tokens per min
 	// (TPM)", "on requests per day (RPD)".
-	reDimension = regexp.MustCompile(`(?i)\bon (requests|tokens|images) per (min|minute|day)\b`)
+	reDimension = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\bon (requests|tokens|images) per (min|minute|day)\b`)
+	})
 	// reAbbrev finds Kimi's abbreviations: "max RPM: 20", "TPD rate limit".
-	reAbbrev = regexp.MustCompile(`\b([RT]P[MD])\b`)
+	reAbbrev = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b([RT]P[MD])\b`) })
 	// reLimitUsed reads "Limit 30000, Used 29937".
-	reLimitUsed = regexp.MustCompile(`(?i)\blimit:? (\d{1,15}), used:? (\d{1,15})\b`)
+	reLimitUsed = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\blimit:? (\d{1,15}), used:? (\d{1,15})\b`) })
 	// reCurrentLimit reads Kimi's "current: 1526210, limit: 1500000".
-	reCurrentLimit = regexp.MustCompile(`(?i)\bcurrent: (\d{1,15}), limit: (\d{1,15})\b`)
+	reCurrentLimit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bcurrent: (\d{1,15}), limit: (\d{1,15})\b`) })
 	// reMaxLimit reads Kimi's "max RPM: 20".
-	reMaxLimit = regexp.MustCompile(`(?i)\bmax [RT]P[MD]: (\d{1,15})\b`)
+	reMaxLimit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bmax [RT]P[MD]: (\d{1,15})\b`) })
 )
 
 // apiError is the error of a body or of a stream's error event.
@@ -283,10 +286,10 @@ func withMessage(label string, e apiError) string {
 // "images" ("" when it names none), and whether it is a daily limit.
 func dimension(e apiError) (string, bool) {
 	dim, daily := "", false
-	if m := reDimension.FindStringSubmatch(e.message); m != nil {
+	if m := reDimension().FindStringSubmatch(e.message); m != nil {
 		dim = strings.ToLower(m[1])
 		daily = strings.EqualFold(m[2], "day")
-	} else if m := reAbbrev.FindStringSubmatch(e.message); m != nil {
+	} else if m := reAbbrev().FindStringSubmatch(e.message); m != nil {
 		dim = map[byte]string{'R': "requests", 'T': "tokens"}[m[1][0]]
 		daily = m[1][2] == 'D'
 	}
@@ -300,17 +303,17 @@ func dimension(e apiError) (string, bool) {
 // 30000, Used 29937", "current: 1526210, limit: 1500000", "max RPM: 20".
 func messageCounts(msg string) (limit, remaining int64) {
 	limit, remaining = quota.Unknown, quota.Unknown
-	if m := reLimitUsed.FindStringSubmatch(msg); m != nil {
+	if m := reLimitUsed().FindStringSubmatch(msg); m != nil {
 		l, _ := strconv.ParseInt(m[1], 10, 64)
 		u, _ := strconv.ParseInt(m[2], 10, 64)
 		return l, max(l-u, 0)
 	}
-	if m := reCurrentLimit.FindStringSubmatch(msg); m != nil {
+	if m := reCurrentLimit().FindStringSubmatch(msg); m != nil {
 		cur, _ := strconv.ParseInt(m[1], 10, 64)
 		l, _ := strconv.ParseInt(m[2], 10, 64)
 		return l, max(l-cur, 0)
 	}
-	if m := reMaxLimit.FindStringSubmatch(msg); m != nil {
+	if m := reMaxLimit().FindStringSubmatch(msg); m != nil {
 		l, _ := strconv.ParseInt(m[1], 10, 64)
 		return l, quota.Unknown
 	}
