@@ -307,7 +307,13 @@ func (h *Host) resume(ctx context.Context, j job.Job) {
 	var rc *receipt.Receipt
 	if !j.ResumeBy.IsZero() {
 		hist, err := h.st.JobHistory(ctx, j.ID)
-		if err != nil || len(hist.Receipts) == 0 {
+		if err != nil {
+			// The store did not answer: leave the job to its lease, which
+			// runs out and lets a later claim try again.
+			h.cfg.Logger.Error("read job history", "job", j.ID, "err", err)
+			return
+		}
+		if len(hist.Receipts) == 0 {
 			h.block(ctx, j, "the deferral's receipt is missing", nil)
 			return
 		}

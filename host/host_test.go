@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -107,7 +108,8 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 	p := quota.DefaultPolicy()
 	p.Jitter = 0
 	cfg := host.Config{Store: st, Runner: host.FuncRunner(b.script.run), Quotas: b.quotas, Policy: p,
-		Clock: b.clock, ID: "host-a", Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, CheckpointDir: t.TempDir()}
+		Clock: b.clock, ID: "host-a", Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, CheckpointDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
 	for _, m := range mutate {
 		m(&cfg)
 	}

@@ -72,6 +72,7 @@ type runner struct {
 	waited      time.Duration
 	waitedFor   []string // resources, in the order first waited for
 	resetMissed int      // consecutive quota failures whose quota had room again
+	lastOut     []byte   // the tail of the last attempt's stdout
 }
 
 func (o *RunOptions) run(ctx context.Context, env *Env) error {
@@ -86,7 +87,7 @@ func (o *RunOptions) run(ctx context.Context, env *Env) error {
 	}
 	r := &runner{
 		opts: o, env: env, st: st, target: target, budget: quota.NewBudget(o.Policy),
-		commandLine: redact.String(strings.Join(o.Command, " "), target.Token),
+		commandLine: redact.String(strings.Join(o.Command, " "), target.token()),
 	}
 	err = r.loop(ctx)
 	if r.waited > 0 {
@@ -105,6 +106,7 @@ func (r *runner) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.lastOut = res.Stdout
 		if res.Code == 0 || res.Signalled != nil {
 			return exitCode(res.Code)
 		}

@@ -78,6 +78,11 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 		data = encoded
 		fmt.Fprintf(r.env.Stderr, "layover: deferred until %s; the receipt is the last line of stdout\n", humanTime(j.RunAt))
 	}
+	// The receipt is a line of its own, even after output that did not end
+	// one (gh api prints a JSON body without a newline).
+	if n := len(r.lastOut); n > 0 && r.lastOut[n-1] != '\n' {
+		fmt.Fprintln(r.env.Stdout)
+	}
 	fmt.Fprintf(r.env.Stdout, "%s\n", data)
 	return true, exitCode(ExitDeferred)
 }
