@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/layoverhq/layover/internal/fake"
@@ -105,7 +107,7 @@ func (o *DemoOptions) run(ctx context.Context, env *Env) error {
 	}
 
 	d.say("\n3. A command hits the exhausted quota. layover reads /rate_limit and waits for the reset (in the background here).")
-	bg := d.start(ctx, append(append([]string{"layover", "run"}, policy...), "--", "gh", "api", "-X", "POST", "/repos/octo/demo/issues", "-f", "title=from the waiting command")...)
+	bg := d.start(ctx, "   [step 3] ", append(append([]string{"layover", "run"}, policy...), "--", "gh", "api", "-X", "POST", "/repos/octo/demo/issues", "-f", "title=from the waiting command")...)
 	d.waitFor(ctx, func() bool {
 		return bytes.Contains(d.quiet(ctx, "layover", "status", "--json").Bytes(), []byte(`"pid"`))
 	})
@@ -126,8 +128,78 @@ func (o *DemoOptions) run(ctx context.Context, env *Env) error {
 	d.say("\n7. The command from step 3 resumed after the reset and finished:")
 	code := bg.wait()
 	d.say("   (exit %d)", code)
+
+	if err := d.deferral(ctx, policy); err != nil {
+		return err
+	}
 	d.say("\nDone. Everything ran against a temporary store, removed now.")
 	return nil
+}
+
+// deferral shows the durable host: a command whose wait is longer than it
+// may wait in process is deferred with a receipt, and the host runs it
+// fresh after the reset.
+func (d *demo) deferral(ctx context.Context, policy []string) error {
+	d.say("\n8. A durable host (layover serve) starts in the background.")
+	serve := d.start(ctx, "   [serve] ", append([]string{"layover", "serve", "--lease", "5s", "--heartbeat", "1s"}, policy...)...)
+	d.waitFor(ctx, func() bool {
+		return bytes.Contains(d.quiet(ctx, "layover", "status", "--json").Bytes(), []byte(`"live": true`))
+	})
+
+	d.say("\n9. The quota runs out again. This command may not wait in process (--defer-after 0s): it defers instead.")
+	for i := 0; i < 4; i++ {
+		if code := d.quietCode(ctx, "gh", "api", "/repos/octo/demo/issues"); code != 0 {
+			break
+		}
+	}
+	out := &bytes.Buffer{}
+	argv := append(append([]string{"layover", "run", "--defer-after", "0s", "--submit"}, policy...), "--", "gh", "api", "/repos/octo/demo/labels")
+	d.say("$ %s", strings.Join(argv, " "))
+	c := d.command(ctx, argv)
+	c.Stdout, c.Stderr = io.MultiWriter(d.out, out), d.env.Stderr
+	c.Run()
+	d.say("   (exit %d: deferred; the last stdout line is the receipt)", exitStatus(c.ProcessState, nil))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	receiptFile := filepath.Join(d.dir, "receipt.json")
+	if err := os.WriteFile(receiptFile, []byte(lines[len(lines)-1]), 0o600); err != nil {
+		return internalErr("demo: %v", err)
+	}
+	d.cmd(ctx, "layover", "receipt", "validate", receiptFile)
+	d.cmd(ctx, "layover", "jobs")
+
+	d.say("\n10. After the reset the host wakes the job and runs it as a fresh process:")
+	ids := d.jobs(ctx)
+	if len(ids) == 0 {
+		serve.stop()
+		return internalErr("demo: the command was not deferred")
+	}
+	id := ids[len(ids)-1]
+	d.waitForLong(ctx, func() bool {
+		return bytes.Contains(d.quiet(ctx, "layover", "jobs", "--state", "complete").Bytes(), []byte(id))
+	})
+	d.cmd(ctx, "layover", "show", id)
+	serve.stop()
+	return nil
+}
+
+// jobs lists the ids of the demo store's jobs.
+func (d *demo) jobs(ctx context.Context) []string {
+	var out []struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(d.quiet(ctx, "layover", "jobs", "--json").Bytes(), &out)
+	ids := make([]string, len(out))
+	for i, j := range out {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// quietCode runs argv with its output hidden and returns its exit code.
+func (d *demo) quietCode(ctx context.Context, argv ...string) int {
+	c := d.command(ctx, argv)
+	c.Run()
+	return exitStatus(c.ProcessState, nil)
 }
 
 // demoEnviron is environ with the demo's variables set and any inherited
@@ -191,11 +263,11 @@ type background struct {
 }
 
 // start shows argv and runs it in the background, its output prefixed.
-func (d *demo) start(ctx context.Context, argv ...string) *background {
+func (d *demo) start(ctx context.Context, prefix string, argv ...string) *background {
 	d.say("$ %s &", strings.Join(argv, " "))
 	c := d.command(ctx, argv)
-	pout := &prefixWriter{prefix: "   [step 3] ", w: d.out}
-	perr := &prefixWriter{prefix: "   [step 3] ", w: d.out}
+	pout := &prefixWriter{prefix: prefix, w: d.out}
+	perr := &prefixWriter{prefix: prefix, w: d.out}
 	c.Stdout, c.Stderr = pout, perr
 	b := &background{c: c, done: make(chan struct{})}
 	if err := c.Start(); err != nil {
@@ -207,14 +279,27 @@ func (d *demo) start(ctx context.Context, argv ...string) *background {
 	return b
 }
 
+// stop ends a background command with SIGTERM and waits for it.
+func (b *background) stop() int {
+	if b.c.Process != nil {
+		b.c.Process.Signal(syscall.SIGTERM)
+	}
+	return b.wait()
+}
+
 func (b *background) wait() int {
 	<-b.done
 	return exitStatus(b.c.ProcessState, nil)
 }
 
 // waitFor polls cond every 100 ms for at most 10 s.
-func (d *demo) waitFor(ctx context.Context, cond func() bool) {
-	for i := 0; i < 100 && ctx.Err() == nil; i++ {
+func (d *demo) waitFor(ctx context.Context, cond func() bool) { d.poll(ctx, cond, 100) }
+
+// waitForLong polls cond every 100 ms for at most 2 min.
+func (d *demo) waitForLong(ctx context.Context, cond func() bool) { d.poll(ctx, cond, 1200) }
+
+func (d *demo) poll(ctx context.Context, cond func() bool, tries int) {
+	for i := 0; i < tries && ctx.Err() == nil; i++ {
 		if cond() {
 			return
 		}

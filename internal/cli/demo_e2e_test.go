@@ -23,6 +23,9 @@ func TestDemo(t *testing.T) {
 		"skipped: GitHub Quota wait until",       // passes during the wait are skipped
 		"Waiting commands:",                      // status lists the waiting command
 		"Waited ", "for the GitHub quota (core)", // both commands finish after the reset
+		"deferred as job ", "retained by the live durable host", // a long wait defers
+		"valid deferred-receipt-v1 (rest-reserve, retained)", // with a valid receipt
+		"deferred -> resumable  wake-up", "running -> complete  exit 0", // the host runs it fresh
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("demo output lacks %q\n%s", want, all)
