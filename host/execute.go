@@ -501,6 +501,13 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 	if res.SessionID != "" {
 		j.SessionID = res.SessionID
 	}
+	if ctx.Err() != nil && res.Outcome.Class == provider.ClassOK {
+		// The work finished before the stop or the lease loss was seen:
+		// record it (a lost lease refuses the fenced write).
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		ctx = octx
+	}
 	if ctx.Err() != nil {
 		if h.stopping() {
 			att.Outcome = "host stopped"

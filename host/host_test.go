@@ -91,6 +91,7 @@ func ok(context.Context, host.Run) error { return nil }
 
 type bundle struct {
 	t      *testing.T
+	cfg    host.Config
 	st     *sqlite.Store
 	clock  *clock.Fake
 	quotas *fakeQuotas
@@ -117,13 +118,15 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.host = h
+	b.host, b.cfg = h, cfg
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Stop(); st.Close() })
 	return b
 }
+
+func (b *bundle) policy() quota.Policy { return b.cfg.Policy }
 
 func (b *bundle) submit(id string, spec job.Spec) {
 	b.t.Helper()

@@ -1,0 +1,117 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
+)
+
+func TestMissingEnvironmentBlocks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.submit("j", job.Spec{EnvNames: []string{"HOME", "DEPLOY_KEY"}})
+	j := b.awaitState("j", job.Blocked)
+	if !strings.Contains(j.Stage, "DEPLOY_KEY") || b.script.count() != 0 {
+		t.Fatalf("stage %q, runs %d", j.Stage, b.script.count())
+	}
+}
+
+func TestCancelBlockedAndResumable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
+	b.submit("blocked", job.Spec{})
+	b.awaitState("blocked", job.Blocked)
+	if _, err := host.Cancel(context.Background(), b.st, "blocked", b.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitState("blocked", job.Cancelled)
+
+	// A resumable job the host has not claimed yet (the store's sweep woke
+	// it) can be cancelled too.
+	b.host.Stop()
+	_, _, err := host.SubmitDeferred(context.Background(), b.st, "r", job.Spec{Argv: []string{"true"}},
+		host.Deferral{Key: coreKey, Provider: "github", ResetAt: t0.Add(time.Minute)}, nil,
+		host.DeferOptions{Now: t0, Policy: b.policy(), Rand: fixedRand{}, Retained: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.SweepJobs(context.Background(), t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := b.st.Job(context.Background(), "r"); j.State != job.Resumable {
+		t.Fatalf("state %s, want resumable", j.State)
+	}
+	j, err := host.Cancel(context.Background(), b.st, "r", t0.Add(5*time.Minute))
+	if err != nil || j.State != job.Cancelled {
+		t.Fatalf("cancel resumable: %v %v", j.State, err)
+	}
+}
+
+// A checkpoint renews the progress deadline and reaches the next attempt
+// through LAYOVER_CHECKPOINT; a stale fence is refused.
+func TestCheckpointReachesTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var second host.Run
+	b.script.push(func(ctx context.Context, r host.Run) error {
+		if _, err := host.Checkpoint(ctx, b.st, r.Job.ID, r.Fence, "fetched", []byte(`{"page":3}`), b.clock.Now()); err != nil {
+			return host.Permanent(err.Error())
+		}
+		if _, err := host.Checkpoint(ctx, b.st, r.Job.ID, r.Fence-1, "stale", nil, b.clock.Now()); !errors.Is(err, job.ErrStaleFence) {
+			return host.Permanent("a stale fence was accepted")
+		}
+		return errors.New("connection reset")
+	}, func(_ context.Context, r host.Run) error { second = r; return nil })
+	b.submit("j", job.Spec{ProgressTimeout: time.Hour})
+	j := b.await("j", func(j job.Job) bool { return j.State == job.Ready && j.Attempts == 1 }, "ready after a transient failure")
+	if j.Checkpoint == nil || j.Checkpoint.Stage != "fetched" {
+		t.Fatalf("checkpoint %+v", j.Checkpoint)
+	}
+	b.clock.Advance(10 * time.Second)
+	b.awaitState("j", job.Complete)
+	var path string
+	for _, kv := range second.Env {
+		if v, ok := strings.CutPrefix(kv, "LAYOVER_CHECKPOINT="); ok {
+			path = v
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || string(data) != `{"page":3}` {
+		t.Fatalf("LAYOVER_CHECKPOINT %q holds %q (%v)", path, data, err)
+	}
+}
+
+func TestPriorityRunsFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *host.Config) { c.Concurrency = 1 })
+	b.host.Stop() // queue first, then start a host that sees them all at once
+	for _, p := range []struct {
+		id  string
+		pri int
+	}{{"low", 0}, {"high", 5}, {"mid", 2}} {
+		if _, _, err := host.Submit(context.Background(), b.st, p.id, job.Spec{Argv: []string{"true"}, Priority: p.pri}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	h2, err := host.New(host.Config{Store: b.st, Clock: b.clock, Concurrency: 1, ID: "host-b", CheckpointDir: t.TempDir(),
+		Runner: host.FuncRunner(func(_ context.Context, r host.Run) error { order = append(order, r.Job.ID); return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Stop()
+	b.awaitState("low", job.Complete)
+	if strings.Join(order, ",") != "high,mid,low" {
+		t.Fatalf("order %v", order)
+	}
+}
