@@ -5,11 +5,19 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"maps"
 	"math"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/anthropic"
+	"github.com/layoverhq/layover/provider/gemini"
 	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider/openai"
 )
 
 // ClassifyOptions are the flags of layover classify.
@@ -28,7 +36,7 @@ const maxInput = 16 << 20
 func runClassify(ctx context.Context, env *Env, args []string) error {
 	var opts ClassifyOptions
 	fs := newFlagSet("classify", "classify --provider github (--http FILE | --exit N [--stderr FILE] [--stdout FILE])")
-	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github")
+	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github, anthropic, openai, gemini")
 	fs.StringVar(&opts.HTTP, "http", "", "a raw HTTP response as `curl -i` prints it (- for stdin)")
 	exit := fs.Int("exit", -1, "exit code of a failed command")
 	fs.StringVar(&opts.Stderr, "stderr", "", "the command's stderr (- for stdin)")
@@ -56,13 +64,42 @@ type classifyJSON struct {
 	Reason      string         `json:"reason"`
 }
 
+// httpClassifiers read a provider's HTTP responses.
+var httpClassifiers = map[string]func(*http.Response, []byte, time.Time) provider.Outcome{
+	"github":    github.ClassifyHTTP,
+	"anthropic": anthropic.ClassifyHTTP,
+	"openai":    openai.ClassifyHTTP,
+	"gemini":    gemini.ClassifyHTTP,
+}
+
+// cliClassifiers read a failed command's exit code and output.
+var cliClassifiers = map[string]func(int, []byte, []byte, time.Time) provider.Outcome{
+	"github": github.ClassifyCLI,
+}
+
+func knownProviders() string {
+	names := map[string]bool{}
+	for n := range httpClassifiers {
+		names[n] = true
+	}
+	for n := range cliClassifiers {
+		names[n] = true
+	}
+	return strings.Join(slices.Sorted(maps.Keys(names)), ", ")
+}
+
 func (o *ClassifyOptions) run(env *Env) error {
-	switch o.Provider {
-	case "":
-		return usageErr("classify: --provider is required (known: github)")
-	case "github":
-	default:
-		return usageErr("classify: unknown provider %q (known: github)", o.Provider)
+	_, isHTTP := httpClassifiers[o.Provider]
+	_, isCLI := cliClassifiers[o.Provider]
+	switch {
+	case o.Provider == "":
+		return usageErr("classify: --provider is required (known: %s)", knownProviders())
+	case !isHTTP && !isCLI:
+		return usageErr("classify: unknown provider %q (known: %s)", o.Provider, knownProviders())
+	case o.HTTP != "" && !isHTTP:
+		return usageErr("classify: %s is a command, not an HTTP API: use --exit N with --stderr/--stdout", o.Provider)
+	case o.HasExit && !isCLI:
+		return usageErr("classify: %s is an HTTP API: use --http FILE", o.Provider)
 	}
 	if (o.HTTP != "") == o.HasExit {
 		return usageErr("classify: give exactly one of --http FILE or --exit N")
@@ -87,7 +124,7 @@ func (o *ClassifyOptions) run(env *Env) error {
 		if err != nil {
 			return usageErr("classify: %s: %v", o.HTTP, err)
 		}
-		out = github.ClassifyHTTP(resp, body, now)
+		out = httpClassifiers[o.Provider](resp, body, now)
 	} else {
 		var stdout, stderr []byte
 		var err error
@@ -101,7 +138,7 @@ func (o *ClassifyOptions) run(env *Env) error {
 				return err
 			}
 		}
-		out = github.ClassifyCLI(o.Exit, stdout, stderr, now)
+		out = cliClassifiers[o.Provider](o.Exit, stdout, stderr, now)
 	}
 	return json.NewEncoder(env.Stdout).Encode(outcomeJSON(out))
 }

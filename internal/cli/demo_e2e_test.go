@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) {
 		"Waiting commands:",                      // status lists the waiting command
 		"Waited ", "for the GitHub quota (core)", // both commands finish after the reset
 		"deferred as job ", "retained by the live durable host", // a long wait defers
-		"valid deferred-receipt-v1 (rest-reserve, retained)", // with a valid receipt
+		"valid deferred-receipt-v1 (rest-reserve, retained)",            // with a valid receipt
 		"deferred -> resumable  wake-up", "running -> complete  exit 0", // the host runs it fresh
 	} {
 		if !strings.Contains(all, want) {
