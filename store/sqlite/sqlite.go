@@ -30,7 +30,7 @@ var migrations embed.FS
 
 // BusyTimeoutMS is how long a writer waits for another process's write
 // transaction before giving up, in milliseconds.
-const BusyTimeoutMS = 10000
+const BusyTimeoutMS = 30000
 
 // Store is a store.Store on one SQLite file. Safe for concurrent use.
 type Store struct {

@@ -283,8 +283,8 @@ const (
 	envHelperMode   = "LAYOVER_TEST_HELPER_MODE"
 
 	writers         = 16
-	keysPerWriter   = 50
-	linesPerWriter  = 50
+	keysPerWriter   = 20
+	linesPerWriter  = 20
 	sharedSkipScope = "pass:shared"
 )
 
