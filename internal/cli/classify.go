@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/anthropic"
 	"github.com/layoverhq/layover/provider/gemini"
 	"github.com/layoverhq/layover/provider/github"
@@ -36,7 +37,7 @@ const maxInput = 16 << 20
 func runClassify(ctx context.Context, env *Env, args []string) error {
 	var opts ClassifyOptions
 	fs := newFlagSet("classify", "classify --provider github (--http FILE | --exit N [--stderr FILE] [--stdout FILE])")
-	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github, anthropic, openai, gemini")
+	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github, anthropic, openai, gemini, claude-code, codex, copilot, kimi, gemini-cli")
 	fs.StringVar(&opts.HTTP, "http", "", "a raw HTTP response as `curl -i` prints it (- for stdin)")
 	exit := fs.Int("exit", -1, "exit code of a failed command")
 	fs.StringVar(&opts.Stderr, "stderr", "", "the command's stderr (- for stdin)")
@@ -72,10 +73,21 @@ var httpClassifiers = map[string]func(*http.Response, []byte, time.Time) provide
 	"gemini":    gemini.ClassifyHTTP,
 }
 
-// cliClassifiers read a failed command's exit code and output.
-var cliClassifiers = map[string]func(int, []byte, []byte, time.Time) provider.Outcome{
-	"github": github.ClassifyCLI,
-}
+// cliClassifiers read a failed command's exit code and output: gh and every
+// agent CLI, with times printed without a zone read in the local zone.
+var cliClassifiers = func() map[string]func(int, []byte, []byte, time.Time) provider.Outcome {
+	m := map[string]func(int, []byte, []byte, time.Time) provider.Outcome{"github": github.ClassifyCLI}
+	for _, name := range agentcli.Providers() {
+		if name == "github" {
+			continue
+		}
+		f, _ := agentcli.Classifier(name)
+		m[name] = func(code int, stdout, stderr []byte, now time.Time) provider.Outcome {
+			return f(code, stdout, stderr, now, time.Local)
+		}
+	}
+	return m
+}()
 
 func knownProviders() string {
 	names := map[string]bool{}

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	for pkg, name := range map[string]string{"../../cmd/layover": "layover", "../fake/cmd/gh": "gh"} {
+	for pkg, name := range map[string]string{"../../cmd/layover": "layover", "../fake/cmd/gh": "gh", "../fake/cmd/agent": "claude"} {
 		args := []string{"build", "-o", filepath.Join(dir, name)}
 		if raceEnabled {
 			args = append(args, "-race")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
@@ -28,6 +29,12 @@ type RunOptions struct {
 	DeferAfter time.Duration
 	// Submit also records the deferred job for the durable host.
 	Submit bool
+	// Provider names whose signals classify a failure: github, an agent
+	// CLI, or auto (try them all).
+	Provider string
+	// ResumeCmd, when set, runs instead of Command after the first failure,
+	// with {session_id} filled in from the failed attempt's output.
+	ResumeCmd string
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
@@ -38,6 +45,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
 	deferAfter := fs.String("defer-after", "", "defer with a receipt (exit 6) instead of waiting longer than this")
+	fs.StringVar(&opts.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(agentcli.Providers(), ", ")+", or auto")
+	fs.StringVar(&opts.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&opts.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
 	cmd, err := fs.parseWithCommand(env, args)
 	if err != nil {
@@ -46,6 +55,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	opts.Command, opts.Store = cmd, *storeLoc
 	if err := opts.Policy.Validate(); err != nil {
 		return usageErr("run: %v", err)
+	}
+	if _, ok := agentcli.Classifier(opts.Provider); !ok && opts.Provider != agentcli.ProviderAuto {
+		return usageErr("run: unknown provider %q (known: %s, auto)", opts.Provider, strings.Join(agentcli.Providers(), ", "))
+	}
+	if redact.Contains(opts.ResumeCmd) {
+		return usageErr("run: --resume-cmd holds what looks like a token")
 	}
 	opts.DeferAfter = -1
 	if *deferAfter != "" {
@@ -73,6 +88,7 @@ type runner struct {
 	waitedFor   []string // resources, in the order first waited for
 	resetMissed int      // consecutive quota failures whose quota had room again
 	lastOut     []byte   // the tail of the last attempt's stdout
+	waitedHost  string   // the quota host first waited for
 }
 
 func (o *RunOptions) run(ctx context.Context, env *Env) error {
@@ -91,7 +107,8 @@ func (o *RunOptions) run(ctx context.Context, env *Env) error {
 	}
 	err = r.loop(ctx)
 	if r.waited > 0 {
-		fmt.Fprintf(env.Stderr, "Waited %s for the GitHub quota (%s)\n", humanDuration(r.waited), strings.Join(r.waitedFor, ", "))
+		fmt.Fprintf(env.Stderr, "Waited %s for the %s quota (%s)\n", humanDuration(r.waited), providerLabel(r.waitedHost),
+			strings.Join(r.waitedFor, ", "))
 	}
 	return err
 }
@@ -101,8 +118,9 @@ func (r *runner) loop(ctx context.Context) error {
 		return err
 	}
 	secondary := 0
+	argv := r.opts.Command
 	for {
-		res, err := startChild(ctx, r.env, r.opts.Command, true)
+		res, err := startChild(ctx, r.env, argv, true)
 		if err != nil {
 			return err
 		}
@@ -110,7 +128,10 @@ func (r *runner) loop(ctx context.Context) error {
 		if res.Code == 0 || res.Signalled != nil {
 			return exitCode(res.Code)
 		}
-		out := github.ClassifyCLI(res.Code, res.Stdout, res.Stderr, r.env.Clock.Now())
+		out := agentcli.Classify(r.opts.Provider, res.Code, res.Stdout, res.Stderr, r.env.Clock.Now(), time.Local)
+		if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
+			argv = r.nextArgv(res.Stdout)
+		}
 		switch out.Class {
 		case provider.ClassQuota:
 			state, until, err := r.recordExhaustion(ctx, out)
@@ -128,10 +149,11 @@ func (r *runner) loop(ctx context.Context) error {
 		case provider.ClassSecondary:
 			secondary++
 			if secondary > r.opts.Policy.SecondaryRetries {
-				fmt.Fprintf(r.env.Stderr, "layover: GitHub secondary limit still in force after %d retries; not retrying\n", r.opts.Policy.SecondaryRetries)
+				fmt.Fprintf(r.env.Stderr, "layover: %s secondary limit still in force after %d retries; not retrying\n",
+					providerLabel(out.Provider), r.opts.Policy.SecondaryRetries)
 				return exitCode(res.Code)
 			}
-			key := r.target.key(cmp.Or(out.Resource, "core"))
+			key := r.keyFor(out)
 			now := r.env.Clock.Now()
 			until := now.Add(r.opts.Policy.SecondaryDelay(out.RetryAfter))
 			if out.RetryAfter >= 0 {
@@ -193,7 +215,7 @@ func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what 
 	if err := r.budget.Take(d); err != nil {
 		var ce *quota.CapError
 		if errors.As(err, &ce) {
-			fmt.Fprintf(r.env.Stderr, "layover: not waiting for the GitHub quota (%s) until %s: %v\n", key.Resource, humanTime(until), err)
+			fmt.Fprintf(r.env.Stderr, "layover: not waiting for the %s quota (%s) until %s: %v\n", providerLabel(key.Host), key.Resource, humanTime(until), err)
 			return exitCode(code)
 		}
 		return err
@@ -212,6 +234,9 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 	if what != "Quota wait" {
 		name = "secondary limit"
 	}
+	if r.waitedHost == "" {
+		r.waitedHost = key.Host
+	}
 	if !slices.Contains(r.waitedFor, name) {
 		r.waitedFor = append(r.waitedFor, name)
 	}
@@ -224,6 +249,9 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 // assumed Policy.UnknownReset ahead.
 func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
 	p := r.opts.Policy
+	if out.Provider != github.Provider {
+		return r.recordAgentExhaustion(ctx, out)
+	}
 	resource := cmp.Or(out.Resource, "core")
 	state := quota.State{Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted}
 	if !out.ResetAt.IsZero() {
@@ -280,4 +308,56 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 		return quota.State{}, time.Time{}, internalErr("write store: %v", err)
 	}
 	return state, p.ResumeAt(state.ResetAt, r.env.Rand), nil
+}
+
+// keyFor is the quota key a failure names: the GitHub target's for gh, else
+// the agent CLI's own quota on this machine.
+func (r *runner) keyFor(out provider.Outcome) quota.Key {
+	if out.Provider == github.Provider || out.Provider == "" || out.Provider == agentcli.ProviderAuto {
+		return r.target.key(cmp.Or(out.Resource, "core"))
+	}
+	principal := cmp.Or(r.opts.Principal, r.env.Getenv("LAYOVER_PRINCIPAL"), "local")
+	return quota.Key{Host: out.Provider, Principal: principal, Resource: cmp.Or(out.Resource, "usage")}
+}
+
+// recordAgentExhaustion records an agent CLI's exhaustion from what its
+// output declared; an unknown reset is assumed Policy.UnknownReset ahead.
+func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
+	p := r.opts.Policy
+	now := r.env.Clock.Now()
+	state := quota.State{Key: r.keyFor(out), Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected,
+		Cause: quota.CauseExhausted, ObservedAt: now, ObservedBy: r.env.Hostname}
+	switch {
+	case out.ResetAt.IsZero():
+		state.ResetAt = p.AssumedReset(now)
+		fmt.Fprintf(r.env.Stderr, "layover: %s gave no reset; assuming it in %s, then trying again\n", providerLabel(out.Provider), p.UnknownReset)
+	case !out.ResetAt.After(now):
+		state.ResetAt, state.ResetKnown = now, true
+	default:
+		state.ResetAt, state.ResetKnown = out.ResetAt, true
+		state.RawReset = out.ResetAt.Unix()
+	}
+	if err := r.st.RecordStates(ctx, []quota.State{state}); err != nil {
+		return quota.State{}, time.Time{}, internalErr("write store: %v", err)
+	}
+	return state, p.ResumeAt(state.ResetAt, r.env.Rand), nil
+}
+
+// nextArgv is what runs after a wait: the resume command with the failed
+// run's session filled in, when one is set and the session is known (or not
+// needed), else the command itself.
+func (r *runner) nextArgv(stdout []byte) []string {
+	rc := r.opts.ResumeCmd
+	if rc == "" {
+		return r.opts.Command
+	}
+	if strings.Contains(rc, "{session_id}") {
+		id := agentcli.SessionID(stdout)
+		if id == "" {
+			fmt.Fprintln(r.env.Stderr, "layover: no session id in the failed run's output; running the command again instead of --resume-cmd")
+			return r.opts.Command
+		}
+		rc = strings.ReplaceAll(rc, "{session_id}", "'"+strings.ReplaceAll(id, "'", `'\''`)+"'")
+	}
+	return []string{"/bin/sh", "-c", rc}
 }

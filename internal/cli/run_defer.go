@@ -26,16 +26,24 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 		return false, nil
 	}
 	if reset.After(now.Add(receipt.MaxWindow)) {
-		fmt.Fprintf(r.env.Stderr, "layover: no receipt: the GitHub quota (%s) resets at %s, more than 24h away\n",
-			key.Resource, humanTime(reset))
+		fmt.Fprintf(r.env.Stderr, "layover: no receipt: the %s quota (%s) resets at %s, more than 24h away\n",
+			providerLabel(key.Host), key.Resource, humanTime(reset))
 		return false, nil
 	}
 	wd, _ := os.Getwd()
 	names := r.opts.Quota.String()
-	spec := job.Spec{Argv: r.opts.Command, Workdir: wd, Provider: "github", Deadline: now.Add(24 * time.Hour).UTC().Truncate(time.Millisecond),
-		MaxAttempts: host.DefaultMaxAttempts}
+	prov := "github"
+	if key.Host != r.target.Host {
+		prov = key.Host // an agent CLI's own quota
+	}
+	spec := job.Spec{Argv: r.opts.Command, Workdir: wd, Provider: prov, ResumeCmd: r.opts.ResumeCmd,
+		Deadline: now.Add(24 * time.Hour).UTC().Truncate(time.Millisecond), MaxAttempts: host.DefaultMaxAttempts}
 	keys := []quota.Key{key}
-	if names != "" {
+	if prov != "github" {
+		// The host has no way to ask an agent CLI's quota: the job binds
+		// no keys, and the resume probes by running it.
+		keys = nil
+	} else if names != "" {
 		for _, q := range r.opts.Quota {
 			spec.Quota = append(spec.Quota, (&quotaSpecs{q}).String())
 		}
@@ -43,7 +51,7 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	} else {
 		spec.Quota = []string{"github:" + key.Resource}
 	}
-	d := host.Deferral{Key: key, Provider: "github", Secondary: secondary, ResetAt: reset}
+	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset}
 	o := host.DeferOptions{Now: now, Policy: r.opts.Policy, Rand: r.env.Rand, Env: r.env.Environ}
 	id := host.NewID()
 	var data []byte

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host"
-	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -53,6 +54,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	return opts.run(ctx, env)
 }
 
+// classifyAny reads a failed job with every provider's signals: GitHub's gh
+// and each agent CLI's, structured evidence first.
+func classifyAny(exitCode int, stdout, stderr []byte, now time.Time) provider.Outcome {
+	return agentcli.ClassifyAuto(exitCode, stdout, stderr, now, time.Local)
+}
+
 func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	st, err := openJobStore(ctx, env, o.Store)
 	if err != nil {
@@ -70,7 +77,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	}
 	h, err := host.New(host.Config{
 		Store:  st,
-		Runner: &host.ProcessRunner{Classify: github.ClassifyCLI, Output: env.Stderr},
+		Runner: &host.ProcessRunner{Classify: classifyAny, Output: env.Stderr},
 		Quotas: &githubQuotas{env: env, st: st, target: target, policy: o.Policy},
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,

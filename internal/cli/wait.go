@@ -71,9 +71,23 @@ func visibleWait(ctx context.Context, env *Env, st store.Store, spec waitSpec) (
 }
 
 // providerName is how a quota's host is named to people.
-func providerName(host string) string {
-	if host == "api.github.com" || host == "github.com" {
+func providerName(host string) string { return providerLabel(host) }
+
+// providerLabel names a provider, or a quota host, for people.
+func providerLabel(hostOrProvider string) string {
+	switch hostOrProvider {
+	case "api.github.com", "github.com", "github", "":
 		return "GitHub"
+	case "claude-code":
+		return "Claude Code"
+	case "codex":
+		return "Codex"
+	case "copilot":
+		return "Copilot CLI"
+	case "kimi":
+		return "Kimi"
+	case "gemini-cli":
+		return "Gemini CLI"
 	}
-	return "GitHub (" + host + ")"
+	return "GitHub (" + hostOrProvider + ")"
 }
