@@ -236,6 +236,9 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 	}
 	if r.waitedHost == "" {
 		r.waitedHost = key.Host
+		if key.Host == r.target.Host {
+			r.waitedHost = "github" // GitHub, whichever API host serves it
+		}
 	}
 	if !slices.Contains(r.waitedFor, name) {
 		r.waitedFor = append(r.waitedFor, name)
