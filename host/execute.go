@@ -52,6 +52,7 @@ func (h *Host) apply(ctx context.Context, j job.Job, ch job.Change) (job.Job, bo
 		h.cfg.Logger.Warn("job write refused", "job", j.ID, "to", ch.To, "why", level, "err", err)
 		return j, false
 	}
+	h.nudgeIfSooner(out)
 	return out, true
 }
 
@@ -140,7 +141,10 @@ type wait struct {
 	// ResetAt is the provider-declared end of the wait; zero when the
 	// provider declared none (no receipt can be issued then).
 	ResetAt time.Time
-	Why     string
+	// Room: the fresh check after the failure found the quota has room
+	// again (the reset came in between).
+	Room bool
+	Why  string
 }
 
 func waitFromState(s quota.State) wait {
@@ -181,6 +185,8 @@ func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []q
 			for _, s := range fresh {
 				if s.Key == w.Key && s.Remaining == 0 && s.ResetKnown && s.ResetAt.After(now) {
 					w.ResetAt = s.ResetAt
+				} else if s.Key == w.Key && s.Remaining > 0 {
+					w.Room = true
 				}
 			}
 		}
@@ -214,10 +220,18 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 			backoff = ProbeBackoff[min(j.Probes, len(ProbeBackoff)-1)]
 		}
 		runAt := now.Add(backoff)
-		h.apply(ctx, j, job.Change{To: job.Deferred, Reason: w.Why + " (reset unknown; probing again)", Attempt: att,
+		why, note := w.Why+" (reset unknown; probing again)", " (reset unknown)"
+		if w.Room && !w.Secondary && j.Probes == 0 {
+			// The quota has room again: the reset came between the failure
+			// and the check. Run again after the margin, once, as run does;
+			// a second such failure in a row probes on the backoff.
+			runAt = p.ResumeAt(now, h.cfg.Rand)
+			why, note = w.Why+" (the quota has room again; running again after the margin)", " (the quota has room again)"
+		}
+		h.apply(ctx, j, job.Change{To: job.Deferred, Reason: why, Attempt: att,
 			Mutate: func(x *job.Job) {
 				x.RunAt, x.ResumeBy, x.Ownership, x.Probes = runAt, time.Time{}, job.Retained, x.Probes+1
-				x.Stage = "Quota wait until " + stageTime(runAt) + " (reset unknown)"
+				x.Stage = "Quota wait until " + stageTime(runAt) + note
 				releaseLease(x)
 			}})
 		return
@@ -494,7 +508,8 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 	if !ok {
 		return
 	}
-	res := h.cfg.Runner.Run(ctx, Run{Job: j, AttemptID: att.ID, Fence: j.Fence, Argv: argv, Env: h.jobEnv(j, att.ID)})
+	res := h.cfg.Runner.Run(ctx, Run{Job: j, AttemptID: att.ID, Fence: j.Fence, Argv: argv, Env: h.jobEnv(j, att.ID),
+		Grace: h.grace})
 	end := h.cfg.Clock.Now()
 	code := res.ExitCode
 	att.EndedAt, att.ExitCode, att.Outcome = end, &code, string(res.Outcome.Class)

@@ -42,6 +42,9 @@ const (
 	DefaultConcurrency = 16
 	DefaultMaxAttempts = 3
 	DefaultBackoff     = 10 * time.Second
+	// DefaultGrace is how long a stopped attempt has to end before it is
+	// killed, when the lease leaves that much time (see Host.grace).
+	DefaultGrace = 5 * time.Second
 )
 
 // ProbeBackoff is the wait before probing a quota whose reset is unknown
@@ -85,6 +88,11 @@ type Config struct {
 type Host struct {
 	cfg Config
 	st  Store
+	// grace bounds how long a stopped attempt may take to end:
+	// min(DefaultGrace, (Lease-Heartbeat)/2). A lease taken back by a sweep
+	// or left unrenewed while the host stops still has Lease-Heartbeat to
+	// run, so the attempt is over before another claim can start it.
+	grace time.Duration
 
 	mu      sync.Mutex
 	active  map[string]*active // job id -> running attempt
@@ -95,12 +103,16 @@ type Host struct {
 	loops   sync.WaitGroup // the scheduler and the heartbeat
 	jobs    sync.WaitGroup // attempts in flight
 	wake    chan struct{}
+	// sleepUntil is when the scheduler loop next wakes by itself; zero
+	// while it is awake, about to read the store again.
+	sleepUntil time.Time
 }
 
 // active is a job this host holds.
 type active struct {
 	fence  int64
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the attempt has ended
 }
 
 // New validates cfg and returns a host.
@@ -146,8 +158,8 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Host{cfg: cfg, st: cfg.Store, active: map[string]*active{}, lastRes: map[quota.Key]time.Time{},
-		wake: make(chan struct{}, 1)}, nil
+	return &Host{cfg: cfg, st: cfg.Store, grace: min(DefaultGrace, (cfg.Lease-cfg.Heartbeat)/2),
+		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1)}, nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {
@@ -225,6 +237,7 @@ func (h *Host) Nudge() {
 func (h *Host) loop(ctx context.Context) {
 	defer h.loops.Done()
 	for ctx.Err() == nil {
+		h.setSleepUntil(time.Time{})
 		now := h.cfg.Clock.Now()
 		swept, err := h.st.SweepJobs(ctx, now)
 		if err != nil && ctx.Err() == nil {
@@ -234,9 +247,10 @@ func (h *Host) loop(ctx context.Context) {
 			// The sweep may have taken back a job this host runs (its
 			// progress deadline passed): stop it now, not at the next
 			// heartbeat.
-			if lost, err := h.st.RenewLeases(ctx, h.cfg.ID, h.held(), now, h.cfg.Lease); err == nil {
+			held := h.held()
+			if lost, err := h.st.RenewLeases(ctx, h.cfg.ID, held, now, h.cfg.Lease); err == nil {
 				for _, id := range lost {
-					h.lose(id)
+					h.lose(id, held[id])
 				}
 			}
 		}
@@ -260,12 +274,75 @@ func (h *Host) loop(ctx context.Context) {
 		if full && h.running() < h.cfg.Concurrency {
 			sleep = 0
 		}
+		h.setSleepUntil(h.cfg.Clock.Now().Add(sleep))
 		select {
 		case <-ctx.Done():
 		case <-h.wake:
 		case <-h.cfg.Clock.After(sleep):
 		}
 	}
+}
+
+func (h *Host) setSleepUntil(t time.Time) {
+	h.mu.Lock()
+	h.sleepUntil = t
+	h.mu.Unlock()
+}
+
+// nudgeIfSooner wakes the loop when j, as this host just wrote it, has work
+// due (a wake-up, a retry, an expiry) before the loop would look at the
+// store again by itself. The loop never sleeps longer than a heartbeat, and
+// reads the store after it last became awake, so only what is due within a
+// heartbeat and before its wake-up needs a nudge.
+func (h *Host) nudgeIfSooner(j job.Job) {
+	at, ok := h.dueAt(j)
+	if !ok || !at.Before(h.cfg.Clock.Now().Add(h.cfg.Heartbeat)) {
+		return
+	}
+	h.mu.Lock()
+	wake := h.sleepUntil
+	h.mu.Unlock()
+	if wake.IsZero() || at.Before(wake) {
+		h.Nudge()
+	}
+}
+
+// dueAt is the earliest time j gives the sweep or the claim work, as the
+// store's NextJobDue counts it, leaving out this host's own leases, which
+// its heartbeat renews.
+func (h *Host) dueAt(j job.Job) (time.Time, bool) {
+	var at time.Time
+	ok := false
+	add := func(t time.Time) {
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	claimed := j.LeaseOwner != ""
+	switch j.State {
+	case job.Ready, job.Resumable:
+		if !claimed {
+			add(j.RunAt)
+		}
+	case job.Deferred:
+		if j.Ownership == job.Retained {
+			add(j.RunAt)
+		}
+	case job.Running:
+		if !j.ProgressBy.IsZero() {
+			add(j.ProgressBy.Add(time.Millisecond))
+		}
+	}
+	if claimed && j.LeaseOwner != h.cfg.ID {
+		add(j.LeaseUntil)
+	}
+	if (j.State == job.Deferred || j.State == job.Resumable) && !j.ResumeBy.IsZero() {
+		add(j.ResumeBy.Add(time.Millisecond))
+	}
+	if !j.State.Terminal() && !j.Spec.Deadline.IsZero() {
+		add(j.Spec.Deadline.Add(time.Millisecond))
+	}
+	return at, ok
 }
 
 func (h *Host) running() int {
@@ -276,8 +353,13 @@ func (h *Host) running() int {
 
 func (h *Host) startJob(ctx context.Context, j job.Job) {
 	jctx, cancel := context.WithCancel(ctx)
+	a := &active{fence: j.Fence, cancel: cancel, done: make(chan struct{})}
 	h.mu.Lock()
-	h.active[j.ID] = &active{fence: j.Fence, cancel: cancel}
+	// This host may claim a job again while the attempt whose lease it
+	// lost is still ending (a late heartbeat, a sweep): the new attempt
+	// takes over the job's entry, and waits for the old one to end.
+	prev := h.active[j.ID]
+	h.active[j.ID] = a
 	h.mu.Unlock()
 	h.jobs.Add(1)
 	go func() {
@@ -285,10 +367,23 @@ func (h *Host) startJob(ctx context.Context, j job.Job) {
 		defer func() {
 			cancel()
 			h.mu.Lock()
-			delete(h.active, j.ID)
+			full := len(h.active) >= h.cfg.Concurrency
+			if h.active[j.ID] == a {
+				delete(h.active, j.ID)
+			}
 			h.mu.Unlock()
-			h.Nudge()
+			close(a.done)
+			// A freed slot matters only when the loop could not claim
+			// everything due; what this job's writes made due nudged the
+			// loop then (apply).
+			if full {
+				h.Nudge()
+			}
 		}()
+		if prev != nil {
+			prev.cancel()
+			<-prev.done
+		}
 		h.execute(jctx, j)
 	}()
 }
@@ -318,14 +413,14 @@ func (h *Host) heartbeat(ctx context.Context) {
 				return
 			}
 			h.cfg.Logger.Error("heartbeat", "err", err)
-			if now.Sub(lastOK) >= h.cfg.Lease-h.cfg.Heartbeat {
+			if now.Sub(lastOK) >= h.cfg.Lease-h.cfg.Heartbeat-h.grace {
 				lost = keys(held)
 			}
 		} else {
 			lastOK = now
 		}
 		for _, id := range lost {
-			h.lose(id)
+			h.lose(id, held[id])
 		}
 	}
 }
@@ -348,12 +443,13 @@ func keys(m map[string]int64) []string {
 	return out
 }
 
-// lose stops the attempt of a job whose lease this host lost.
-func (h *Host) lose(id string) {
+// lose stops the attempt of a job whose lease (the claim with this fence)
+// this host lost; a newer claim of the job keeps running.
+func (h *Host) lose(id string, fence int64) {
 	h.mu.Lock()
 	a := h.active[id]
 	h.mu.Unlock()
-	if a != nil {
+	if a != nil && a.fence == fence {
 		h.cfg.Logger.Warn("lease lost; stopping the attempt", "job", id)
 		a.cancel()
 	}

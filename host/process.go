@@ -27,7 +27,8 @@ type ProcessRunner struct {
 	// Output receives the processes' output, each line prefixed with the job
 	// id; nil discards it.
 	Output io.Writer
-	// Grace is how long a signalled process has before SIGKILL (default 5 s).
+	// Grace is how long a signalled process has before SIGKILL (default
+	// DefaultGrace), at most the host's bound (Run.Grace).
 	Grace time.Duration
 	// Now is the clock for classification (default time.Now).
 	Now func() time.Time
@@ -59,7 +60,10 @@ func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 			grace := p.Grace
 			if grace <= 0 {
-				grace = 5 * time.Second
+				grace = DefaultGrace
+			}
+			if r.Grace > 0 {
+				grace = min(grace, r.Grace)
 			}
 			select {
 			case <-done:

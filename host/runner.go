@@ -20,6 +20,10 @@ type Run struct {
 	// Env is the host's environment plus LAYOVER_JOB_ID, LAYOVER_ATTEMPT_ID,
 	// LAYOVER_FENCE and, when the job has one, LAYOVER_CHECKPOINT.
 	Env []string
+	// Grace bounds how long a stopped attempt may take to end (0: no
+	// bound): past it the runner kills the work, so that it is over before
+	// the lease could run out and another claim run the job again.
+	Grace time.Duration
 }
 
 // Result is how an attempt ended.

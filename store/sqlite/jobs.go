@@ -165,6 +165,16 @@ const (
 	run_at_ms = MAX(run_at_ms, lease_until_ms), lease_owner = '', lease_until_ms = 0,
 	progress_by_ms = 0 WHERE ` + sweepProgress
 	sweepWakeUp = `UPDATE jobs SET state = 'resumable', stage = '', updated_at_ms = ?1 WHERE ` + sweepWake
+
+	// sweepDue tells, in one indexed look-up per rule, which rules have
+	// work, so that a sweep with little to do runs few statements. A rule
+	// only ever takes jobs out of the reach of the rules after it, so a rule
+	// with nothing to do here has nothing to do after them either.
+	sweepDue = `SELECT EXISTS (SELECT 1 FROM jobs WHERE ` + sweepPastDue + `),
+	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepExpired + `),
+	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepLease + `),
+	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepProgress + `),
+	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepWake + `)`
 )
 
 // Transition reasons the store writes itself.
@@ -546,7 +556,14 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 			{&res.Reclaimed, sweepProgress, job.Ready, reasonProgress, outcomeLeaseLost, sweepRequeue, sweepProgress},
 			{&res.Woken, sweepWake, job.Resumable, reasonWakeUp, "", sweepWakeUp, sweepWake},
 		}
-		for _, st := range steps {
+		var due [5]bool
+		if err := b.QueryRow(sweepDue, at).Scan(&due[0], &due[1], &due[2], &due[3], &due[4]); err != nil {
+			return err
+		}
+		for i, st := range steps {
+			if !due[i] {
+				continue
+			}
 			if _, err := b.Exec(sweepTransitions+st.transition, at, string(st.to), st.reason); err != nil {
 				return err
 			}
