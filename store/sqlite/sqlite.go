@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	modernc "modernc.org/sqlite"
 
@@ -101,11 +103,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	db := sql.OpenDB(persistWAL{c})
 	s := &Store{db: db, path: path}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// migrateRetrying runs migrate, trying again while another process holds a
+// lock SQLite does not wait for: switching a new file to WAL and its first
+// schema need every other connection out of the way, and many layover
+// processes may open a new store at once. It gives up after the busy
+// timeout.
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeoutMS * time.Millisecond)
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		err := s.migrate(ctx)
+		if err == nil || !errors.Is(interpretError(err), ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay + time.Duration(rand.Int64N(int64(delay)))):
+		}
+	}
 }
 
 // journalSizeLimit bounds, in bytes, the WAL file SQLite keeps after a
