@@ -11,7 +11,7 @@ import (
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
-	r := b.layover("demo", "--window", "5s")
+	r := b.layover("demo", "--window", "15s")
 	if r.code != 0 {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
