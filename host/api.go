@@ -68,8 +68,13 @@ func (h *Host) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	h.mu.Lock()
 	live := h.started && !h.stopped
 	h.mu.Unlock()
-	return SubmitDeferred(ctx, h.st, id, spec, d, keys, DeferOptions{
+	j, rc, err := SubmitDeferred(ctx, h.st, id, spec, d, keys, DeferOptions{
 		Now: h.cfg.Clock.Now(), Policy: h.cfg.Policy, Rand: h.cfg.Rand, Retained: live, Shell: h.cfg.Shell, Env: h.cfg.Env})
+	if err == nil && live {
+		// The loop may be asleep until after this wake-up.
+		h.nudgeIfSooner(j)
+	}
+	return j, rc, err
 }
 
 // DeferOptions are what SubmitDeferred needs outside a running host.
