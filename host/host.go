@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,11 @@ type active struct {
 	fence  int64
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the attempt has ended
+	// leaseUntil is the end of the lease as the store last confirmed it
+	// (the claim, then each renewal); guarded by Host.mu.
+	leaseUntil time.Time
+	// stopping is set once the attempt was told to stop; guarded by Host.mu.
+	stopping bool
 }
 
 // New validates cfg and returns a host.
@@ -249,9 +255,7 @@ func (h *Host) loop(ctx context.Context) {
 			// heartbeat.
 			held := h.held()
 			if lost, err := h.st.RenewLeases(ctx, h.cfg.ID, held, now, h.cfg.Lease); err == nil {
-				for _, id := range lost {
-					h.lose(id, held[id])
-				}
+				h.renewed(held, lost, now)
 			}
 		}
 		full := false
@@ -353,7 +357,7 @@ func (h *Host) running() int {
 
 func (h *Host) startJob(ctx context.Context, j job.Job) {
 	jctx, cancel := context.WithCancel(ctx)
-	a := &active{fence: j.Fence, cancel: cancel, done: make(chan struct{})}
+	a := &active{fence: j.Fence, cancel: cancel, done: make(chan struct{}), leaseUntil: j.LeaseUntil}
 	h.mu.Lock()
 	// This host may claim a job again while the attempt whose lease it
 	// lost is still ending (a late heartbeat, a sweep): the new attempt
@@ -388,39 +392,106 @@ func (h *Host) startJob(ctx context.Context, j job.Job) {
 	}()
 }
 
-// heartbeat renews the host's liveness and its leases. A lease it cannot
-// renew is lost: the attempt is stopped at once. When the store cannot be
-// reached, attempts are stopped before their leases could run out, so no
-// other host ever runs a job this one still runs.
+// heartbeat renews the host's liveness and its leases every Heartbeat. A
+// lease it cannot renew is lost: the attempt is stopped at once. Beside it
+// runs a watchdog: an attempt whose lease, as last confirmed by the store,
+// would run out within the grace is stopped then, whether the renewal in
+// flight has failed, hangs, or will succeed too late, so the attempt is
+// over before any other host could claim the job.
 func (h *Host) heartbeat(ctx context.Context) {
 	defer h.loops.Done()
-	lastOK := h.cfg.Clock.Now()
+	type renewal struct {
+		held  map[string]int64
+		at    time.Time // the now the leases were renewed from
+		lost  []string
+		err   error
+		reply chan renewal
+	}
+	next := h.cfg.Clock.Now().Add(h.cfg.Heartbeat)
+	var inflight chan renewal // nil while no renewal is in flight
 	for {
+		now := h.cfg.Clock.Now()
+		h.stopLapsing(now)
+		var tick, lapse <-chan time.Time
+		if inflight == nil {
+			tick = h.cfg.Clock.After(max(next.Sub(now), 0))
+		}
+		if at, ok := h.nextLapse(); ok {
+			lapse = h.cfg.Clock.After(max(at.Sub(now), 0))
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.cfg.Clock.After(h.cfg.Heartbeat):
-		}
-		now := h.cfg.Clock.Now()
-		held := h.held()
-		err := h.st.HostHeartbeat(ctx, h.cfg.ID, now)
-		var lost []string
-		if err == nil {
-			lost, err = h.st.RenewLeases(ctx, h.cfg.ID, held, now, h.cfg.Lease)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		case <-lapse:
+		case <-tick:
+			r := renewal{held: h.held(), at: now, reply: make(chan renewal, 1)}
+			inflight = r.reply
+			go func() {
+				r.err = h.st.HostHeartbeat(ctx, h.cfg.ID, r.at)
+				if r.err == nil {
+					r.lost, r.err = h.st.RenewLeases(ctx, h.cfg.ID, r.held, r.at, h.cfg.Lease)
+				}
+				r.reply <- r
+			}()
+		case r := <-inflight:
+			inflight = nil
+			next = r.at.Add(h.cfg.Heartbeat)
+			if r.err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				h.cfg.Logger.Error("heartbeat", "err", r.err)
+				continue
 			}
-			h.cfg.Logger.Error("heartbeat", "err", err)
-			if now.Sub(lastOK) >= h.cfg.Lease-h.cfg.Heartbeat-h.grace {
-				lost = keys(held)
-			}
-		} else {
-			lastOK = now
+			h.renewed(r.held, r.lost, r.at)
 		}
-		for _, id := range lost {
-			h.lose(id, held[id])
+	}
+}
+
+// renewed records a renewal made at now: the leases in held and not in
+// lost run until now+Lease; those lost are stopped.
+func (h *Host) renewed(held map[string]int64, lost []string, now time.Time) {
+	for _, id := range lost {
+		h.lose(id, held[id])
+	}
+	until := now.Add(h.cfg.Lease)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, fence := range held {
+		if a := h.active[id]; a != nil && a.fence == fence && !slices.Contains(lost, id) && until.After(a.leaseUntil) {
+			a.leaseUntil = until
+		}
+	}
+}
+
+// nextLapse is the earliest time a running attempt must be stopped because
+// its lease, as last confirmed, runs out a grace later.
+func (h *Host) nextLapse() (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var at time.Time
+	ok := false
+	for _, a := range h.active {
+		if a.stopping {
+			continue
+		}
+		if t := a.leaseUntil.Add(-h.grace); !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// stopLapsing stops the attempts whose confirmed lease ends within the
+// grace of now.
+func (h *Host) stopLapsing(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, a := range h.active {
+		if !a.stopping && !now.Before(a.leaseUntil.Add(-h.grace)) {
+			h.cfg.Logger.Warn("lease not renewed in time; stopping the attempt", "job", id, "lease_until", a.leaseUntil)
+			a.stopping = true
+			a.cancel()
 		}
 	}
 }
@@ -447,10 +518,10 @@ func keys(m map[string]int64) []string {
 // this host lost; a newer claim of the job keeps running.
 func (h *Host) lose(id string, fence int64) {
 	h.mu.Lock()
-	a := h.active[id]
-	h.mu.Unlock()
-	if a != nil && a.fence == fence {
+	defer h.mu.Unlock()
+	if a := h.active[id]; a != nil && a.fence == fence {
 		h.cfg.Logger.Warn("lease lost; stopping the attempt", "job", id)
+		a.stopping = true
 		a.cancel()
 	}
 }
