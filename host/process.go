@@ -11,17 +11,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/layoverhq/layover/host/supervisor"
 	"github.com/layoverhq/layover/provider"
 )
 
 // Classifier turns a failed process's exit code and output into an outcome.
 type Classifier func(exitCode int, stdout, stderr []byte, now time.Time) provider.Outcome
 
-// ProcessRunner runs each attempt as a process in its own process group.
-// The process dies with the host (parent-death signal) and its whole group
-// is signalled when the attempt's context ends: SIGTERM, then SIGKILL after
-// Grace.
+// ProcessRunner runs each attempt as a process in its own process group,
+// whose whole group is signalled when the attempt's context ends: SIGTERM,
+// then SIGKILL after Grace. With a Supervisor the group dies with the host
+// however the host dies (see package supervisor); without one only the
+// job's own process does (parent-death signal), not what it started.
 type ProcessRunner struct {
+	// Supervisor is the path of a program that acts as the supervisor when
+	// its first argument is supervisor.Arg (layover does); empty runs each
+	// job directly.
+	Supervisor string
 	// Classify reads a failed attempt's output. Required.
 	Classify Classifier
 	// Output receives the processes' output, each line prefixed with the job
@@ -34,6 +40,10 @@ type ProcessRunner struct {
 	Now func() time.Time
 }
 
+// outputDelay is how long the output of an attempt whose process exited is
+// still read.
+const outputDelay = time.Second
+
 // tailLimit bounds the output kept for classifying one attempt.
 const tailLimit = 64 << 10
 
@@ -42,15 +52,41 @@ func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
 	if len(r.Argv) == 0 {
 		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "empty command")}
 	}
-	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
+	argv := r.Argv
+	if p.Supervisor != "" {
+		argv = supervisor.Command(p.Supervisor, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = r.Env
 	cmd.Dir = r.Job.Spec.Workdir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
 	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
 	cmd.Stdout, cmd.Stderr = out, errw
-	if err := cmd.Start(); err != nil {
+	// A process the job left behind may hold its output open; the job's end
+	// is its leader's exit, not theirs (they are killed below).
+	cmd.WaitDelay = outputDelay
+	cannotStart := func(err error) Result {
 		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "cannot start: "+err.Error())}
+	}
+	var link *supervisor.Link
+	if p.Supervisor != "" {
+		var err error
+		if link, err = supervisor.Attach(cmd); err != nil {
+			return cannotStart(err)
+		}
+		defer link.Close()
+	} else {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return cannotStart(err)
+	}
+	if link != nil {
+		if _, err := link.Started(); err != nil {
+			cmd.Wait()
+			return cannotStart(err)
+		}
 	}
 	done := make(chan struct{})
 	go func() {

@@ -9,10 +9,14 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/layoverhq/layover/host/supervisor"
 	"github.com/layoverhq/layover/internal/cli"
 )
 
 func main() {
+	if supervisor.IsSupervisor(os.Args) {
+		os.Exit(supervisor.Main(os.Args[2:]))
+	}
 	if cli.IsDemoGH(os.Args, os.Getenv) {
 		os.Exit(cli.DemoGH(os.Args[1:]))
 	}

@@ -77,7 +77,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	}
 	h, err := host.New(host.Config{
 		Store:  st,
-		Runner: &host.ProcessRunner{Classify: classifyAny, Output: env.Stderr},
+		Runner: &host.ProcessRunner{Classify: classifyAny, Output: env.Stderr, Supervisor: env.Executable},
 		Quotas: &githubQuotas{env: env, st: st, target: target, policy: o.Policy},
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,

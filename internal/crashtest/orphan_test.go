@@ -9,19 +9,12 @@ import (
 	"time"
 )
 
-// envOrphans runs TestGrandchildDiesWithHost, which fails today.
-const envOrphans = "LAYOVER_CRASH_ORPHANS"
-
 // A job whose work runs in a grandchild (a command its shell forks, not
-// execs) must die with its host too. Today only the host's direct child gets
-// the parent-death SIGKILL: the grandchild lives on, and when it outlasts
-// the lease, the next claim runs the job again while it still works, which
-// the sink shows as an overlap. Skipped unless LAYOVER_CRASH_ORPHANS=1 until
-// jobs run under a supervising process that kills their whole group.
+// execs) must die with its host too, or, outlasting the lease, it would
+// still work when the next claim runs the job again: the sink would show an
+// overlap. The job's supervisor kills its whole process group when the
+// host's end of their link closes.
 func TestGrandchildDiesWithHost(t *testing.T) {
-	if os.Getenv(envOrphans) != "1" {
-		t.Skipf("known gap: a job's grandchildren outlive a SIGKILLed host; %s=1 runs this reproducer", envOrphans)
-	}
 	w := newWorld(t, rand.New(rand.NewPCG(3, 4)))
 	work := 2 * lease // outlasts the lease, so the next claim comes first
 	inner := fmt.Sprintf(`l="$LAYOVER_JOB_ID $LAYOVER_FENCE"; echo "$l start" >>%s; sleep %s; echo "$l end" >>%s`,
@@ -39,8 +32,12 @@ func TestGrandchildDiesWithHost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	srv.kill()
-	time.Sleep(30 * time.Millisecond)
+	// The supervisor learns of the host's death from its link and kills the
+	// group at once; allow for a loaded machine.
 	left := survivors(w.marker)
+	for begin := time.Now(); len(left) > 0 && time.Since(begin) < 2*time.Second; left = survivors(w.marker) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	srv = w.startServe(2)
 	defer srv.kill()
 	deadline := time.Now().Add(4*work + 10*time.Second)
