@@ -234,6 +234,8 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 	code := resp.StatusCode
 	var out provider.Outcome
 	switch {
+	case code >= 200 && code < 300 && c.p.RejectsIn2xx != nil && c.p.RejectsIn2xx(c.req, resp):
+		out = c.p.Classify(resp, readBack(resp, maxInspectBody), now)
 	case code >= 200 && code < 300 || code == http.StatusNotModified:
 		out = provider.Outcome{Class: provider.ClassOK, Observations: c.p.observations(resp, now)}
 	case code >= 400:

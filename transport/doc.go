@@ -38,10 +38,12 @@
 // # After a response
 //
 // A 2xx or 304 response is read from its headers only (its body is never
-// touched, so a stream stays a stream); a 4xx or 5xx is classified with up
-// to 1 MiB of its body, which is put back for the caller; a 1xx or 3xx
-// from its headers alone. The view is
-// updated at once. Observations go to the store in the background, keeping
+// touched, so a stream stays a stream), except where the provider sends
+// rejections under a 200 (Provider.RejectsIn2xx: GitHub GraphQL's JSON
+// answers); those and every 4xx or 5xx are classified with up to 1 MiB of
+// their body, which is put back for the caller; a 1xx or 3xx from its
+// headers alone. An LLM error event inside a 200 stream is not seen here:
+// the stream is the caller's. The view is updated at once. Observations go to the store in the background, keeping
 // only the latest state per key while a write is in flight (Flush and
 // Close wait for them); an exhaustion or a quota rejection is written
 // before RoundTrip returns, so other processes see it.

@@ -33,9 +33,17 @@ type Provider struct {
 
 	// Observations returns the quota states a response's headers describe,
 	// with only Key.Resource set. The Transport calls it for 2xx and 304
-	// responses, whose bodies it never reads (a stream stays a stream).
-	// nil means the Observations of Classify(resp, nil, now).
+	// responses whose bodies it does not read (see RejectsIn2xx). nil means
+	// the Observations of Classify(resp, nil, now).
 	Observations func(h http.Header, now time.Time) []quota.State
+
+	// RejectsIn2xx reports whether a 2xx response to req may carry a
+	// rejection in its body, as GitHub GraphQL's errors[] under a 200
+	// does. For those the Transport reads up to 1 MiB of the body before
+	// returning (the caller still reads it whole) and classifies it with
+	// Classify; a rejection it finds is handled like any other. nil means
+	// never: a 2xx body is the caller's alone (a stream stays a stream).
+	RejectsIn2xx func(req *http.Request, resp *http.Response) bool
 
 	// Principal returns the principal a response names in its headers (an
 	// organisation id), or false. nil means none ever does.
@@ -84,7 +92,8 @@ func (p *Provider) observations(resp *http.Response, now time.Time) []quota.Stat
 // request is charged to one resource, named from its path as GitHub does:
 // "graphql" for POST …/graphql, "code_search" for …/search/code, "search"
 // for other …/search/ paths, else "core"; GET …/rate_limit is free. Only
-// the state of that resource holds the request back.
+// the state of that resource holds the request back. The JSON body of a
+// GraphQL 200 is read for the rate-limit errors GitHub sends under it.
 func GitHub() *Provider {
 	return &Provider{
 		Name:         github.Provider,
@@ -94,7 +103,18 @@ func GitHub() *Provider {
 		Applies: func(req *http.Request, resource string) bool {
 			return resource == githubResource(req)
 		},
+		RejectsIn2xx: func(req *http.Request, resp *http.Response) bool {
+			return githubResource(req) == "graphql" && isJSON(resp.Header)
+		},
 	}
+}
+
+// isJSON reports whether h declares a JSON body (application/json, or a
+// +json media type such as GitHub's application/vnd.github+json).
+func isJSON(h http.Header) bool {
+	mt, _, _ := strings.Cut(strings.ToLower(h.Get("Content-Type")), ";")
+	mt = strings.TrimSpace(mt)
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 // githubResource names the GitHub resource req is charged to.
