@@ -189,6 +189,7 @@ func (c *call) deferral(b block, w plannedWait, why string) error {
 func (c *call) wait(w plannedWait) error {
 	now := c.t.clock.Now()
 	reg := c.t.gates.add(w.key, w.base, w.at)
+	defer c.t.register(c.ctx, w)()
 	c.t.notify(WaitEvent{Kind: w.kind, Key: w.key, Start: now, Until: w.at, Wait: w.at.Sub(now),
 		Attempt: c.sent, Method: c.req.Method, Reason: c.clean(w.reason)})
 	if err := c.t.gates.block(c.ctx, reg); err != nil {

@@ -197,10 +197,13 @@ type memStore struct {
 	allReads  int
 	loginRead int
 	logins    map[string]string // fingerprint → login
+	waiters   map[int64]store.Waiter
+	nextID    int64
+	listed    int // waiters ever registered
 }
 
 func newMemStore(seed ...quota.State) *memStore {
-	m := &memStore{states: map[quota.Key]quota.State{}, logins: map[string]string{},
+	m := &memStore{states: map[quota.Key]quota.State{}, logins: map[string]string{}, waiters: map[int64]store.Waiter{},
 		entered: make(chan struct{}, 100), release: make(chan struct{})}
 	for _, s := range seed {
 		m.states[s.Key] = s
@@ -258,6 +261,34 @@ func (m *memStore) Login(_ context.Context, _, fingerprint string) (string, bool
 	m.loginRead++
 	l, ok := m.logins[fingerprint]
 	return l, ok, nil
+}
+
+func (m *memStore) RegisterWaiter(_ context.Context, w store.Waiter) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nextID++
+	m.listed++
+	w.ID = m.nextID
+	m.waiters[w.ID] = w
+	return w.ID, nil
+}
+
+func (m *memStore) RemoveWaiter(_ context.Context, id int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.waiters, id)
+	return nil
+}
+
+func (m *memStore) Waiters(context.Context) ([]store.Waiter, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Waiter
+	for _, w := range m.waiters {
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b store.Waiter) int { return int(a.ID - b.ID) })
+	return out, nil
 }
 
 func (m *memStore) state(key quota.Key) (quota.State, bool) {

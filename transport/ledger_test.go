@@ -3,8 +3,10 @@ package transport_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +169,12 @@ func TestHundredGoroutinesOnOneExhaustedKey(t *testing.T) {
 	if distinct := len(slices.Compact(slices.Clone(untils))); distinct < n*9/10 {
 		t.Errorf("%d distinct resume times among %d, want each its own jitter", distinct, n)
 	}
+	// status lists the process once for the key, not once per request.
+	ws, _ := st.Waiters(ctx)
+	if len(ws) != 1 || ws[0].Key != b.key("core") || !strings.HasPrefix(ws[0].Stage, "Quota wait until ") ||
+		ws[0].PID != os.Getpid() || ws[0].Command == "" || ws[0].Hostname != "test-host" {
+		t.Errorf("waiters %+v; want this process listed once, waiting on core", ws)
+	}
 
 	// Up to a second before the margin ends, nothing is sent.
 	b.clock.Set(base.Add(-time.Second))
@@ -206,5 +214,8 @@ func TestHundredGoroutinesOnOneExhaustedKey(t *testing.T) {
 	}
 	if len(seconds) < 30 {
 		t.Errorf("requests started in %d distinct seconds, want them spread over the jitter window", len(seconds))
+	}
+	if ws, _ := st.Waiters(ctx); len(ws) != 0 || st.listed != 1 {
+		t.Errorf("after the waits: waiters %+v, %d listed in all; want one listing, gone", ws, st.listed)
 	}
 }

@@ -82,9 +82,15 @@ type Options struct {
 	Policy *quota.Policy
 
 	// Store persists observations and is read once per (host, principal)
-	// on first use. nil keeps the ledger in memory only. The Transport
-	// never closes it.
+	// on first use; while requests wait for a quota or a throttle, the
+	// process is listed in its waiter table (`layover status`), once per
+	// key. nil keeps the ledger in memory only. The Transport never closes
+	// it.
 	Store store.Store
+
+	// Command is what `layover status` shows for this process's waits. ""
+	// means the program's command line (os.Args), secrets masked.
+	Command string
 
 	// Clock tells the time and makes the wait timers. nil means the
 	// system clock.

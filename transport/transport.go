@@ -45,7 +45,10 @@ type Transport struct {
 
 	view     *view
 	gates    *gates
-	writer   *writer // nil without a store
+	command  string // what status shows for this process's waits
+	wmu      sync.Mutex
+	waiting  map[quota.Key]*waitReg // listed waits, by key
+	writer   *writer                // nil without a store
 	lastFP   atomic.Pointer[tokenFP]
 	lastHost atomic.Pointer[hostMemo]
 }
@@ -88,6 +91,11 @@ func New(next http.RoundTripper, opts *Options) (*Transport, error) {
 		log:       opts.Logger,
 		hostname:  opts.Hostname,
 		backoff:   opts.Backoff,
+		command:   opts.Command,
+		waiting:   map[quota.Key]*waitReg{},
+	}
+	if t.store != nil && t.command == "" {
+		t.command = defaultCommand()
 	}
 	if t.provider == nil {
 		_, ghHost, err := github.APIBase(os.Getenv)
