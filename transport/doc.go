@@ -69,5 +69,8 @@
 //
 // Every wait calls Options.OnWait with a WaitEvent and logs one Info line
 // to Options.Logger; so does every deferral. Neither holds a token or a
-// URL.
+// URL. With a Store, a quota or throttle wait also lists the process in
+// the store's waiter table (once per key, however many requests wait on
+// it) until the last of those requests stops waiting, so `layover status`
+// shows it beside waiting `layover run` commands.
 package transport
