@@ -2,11 +2,13 @@ package anthropic
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/providertest"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -27,7 +29,7 @@ const (
 )
 
 func spendCapBody(msg string) string {
-	return `{"type":"error","error":{"type":"rate_limit_error","message":` + jsonQuote(msg) + `,"details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_018EeWyXxfu5pfWkrYcMdjWG"}`
+	return `{"type":"error","error":{"type":"rate_limit_error","message":` + providertest.JSONQuote(msg) + `,"details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_018EeWyXxfu5pfWkrYcMdjWG"}`
 }
 
 // sse renders events as an event stream.
@@ -49,14 +51,6 @@ func familyHeaders(fam string, limit, remaining int, reset time.Time) []string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func join(parts ...[]string) []string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 func TestClassifyHTTP(t *testing.T) {
 	t.Parallel()
 	minute := now.Add(time.Minute)
@@ -72,78 +66,78 @@ func TestClassifyHTTP(t *testing.T) {
 		// Success and headers.
 		{
 			name: "200 with headers is ok and observed",
-			resp: response(200, join(date, familyHeaders("requests", 50, 49, minute), familyHeaders("input-tokens", 30000, 29000, minute))...),
+			resp: response(200, slices.Concat(date, familyHeaders("requests", 50, 49, minute), familyHeaders("input-tokens", 30000, 29000, minute))...),
 			body: `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}]}`,
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200", obs: 2},
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 200", Obs: 2},
 		},
 		{
 			name: "200 that spent the last unit stays ok",
-			resp: response(200, join(date, familyHeaders("requests", 50, 0, minute))...),
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200", obs: 1},
+			resp: response(200, slices.Concat(date, familyHeaders("requests", 50, 0, minute))...),
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 200", Obs: 1},
 		},
 		{
 			name: "200 whose text says error is ok",
 			resp: response(200),
 			body: `{"type":"message","content":[{"type":"text","text":"error"}]}`,
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200"},
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 200"},
 		},
 		// §2 429 rate_limit_error, retry-after in seconds.
 		{
 			name: "429 request tokens per minute with retry-after",
 			resp: response(429, "retry-after", "30"),
 			body: errBody("rate_limit_error", msgRequestTokens),
-			want: want{class: provider.ClassSecondary, resource: "input-tokens", retryAfter: 30 * time.Second, remaining: unknown, limit: unknown,
-				reason: "429 rate_limit_error (input-tokens); retry-after 30s"},
+			want: want{Class: provider.ClassSecondary, Resource: "input-tokens", RetryAfter: 30 * time.Second, Remaining: unknown, Limit: unknown,
+				Reason: "429 rate_limit_error (input-tokens); retry-after 30s"},
 		},
 		{
 			name: "429 organization input tokens per minute, resource from the exhausted header",
-			resp: response(429, join(date, []string{"retry-after", "12"}, familyHeaders("input-tokens", 1000000, 0, now.Add(12*time.Second)), familyHeaders("requests", 4000, 3990, minute))...),
+			resp: response(429, slices.Concat(date, []string{"retry-after", "12"}, familyHeaders("input-tokens", 1000000, 0, now.Add(12*time.Second)), familyHeaders("requests", 4000, 3990, minute))...),
 			body: errBody("rate_limit_error", msgOrgInputTokens),
-			want: want{class: provider.ClassSecondary, resource: "input-tokens", retryAfter: 12 * time.Second, remaining: 0, limit: 1000000,
-				reason: "retry-after 12s", obs: 2},
+			want: want{Class: provider.ClassSecondary, Resource: "input-tokens", RetryAfter: 12 * time.Second, Remaining: 0, Limit: 1000000,
+				Reason: "retry-after 12s", Obs: 2},
 		},
 		{
 			name: "429 output tokens named by the message",
 			resp: response(429, "retry-after", "5"),
 			body: errBody("rate_limit_error", msgOrgOutput),
-			want: want{class: provider.ClassSecondary, resource: "output-tokens", retryAfter: 5 * time.Second, remaining: unknown, limit: unknown, reason: "(output-tokens)"},
+			want: want{Class: provider.ClassSecondary, Resource: "output-tokens", RetryAfter: 5 * time.Second, Remaining: unknown, Limit: unknown, Reason: "(output-tokens)"},
 		},
 		{
 			name: "429 requests named by the message",
 			resp: response(429, "retry-after", "1"),
 			body: errBody("rate_limit_error", msgOrgRequests),
-			want: want{class: provider.ClassSecondary, resource: "requests", retryAfter: time.Second, remaining: unknown, limit: unknown, reason: "(requests)"},
+			want: want{Class: provider.ClassSecondary, Resource: "requests", RetryAfter: time.Second, Remaining: unknown, Limit: unknown, Reason: "(requests)"},
 		},
 		{
 			name: "429 without retry-after waits until the exhausted family's reset",
-			resp: response(429, join(date, familyHeaders("tokens", 80000, 0, now.Add(40*time.Second)))...),
+			resp: response(429, slices.Concat(date, familyHeaders("tokens", 80000, 0, now.Add(40*time.Second)))...),
 			body: errBody("rate_limit_error", msgRequestTokens),
-			want: want{class: provider.ClassSecondary, resource: "tokens", resetAt: now.Add(40 * time.Second), retryAfter: 40 * time.Second, remaining: 0, limit: 80000,
-				reason: "tokens remaining 0, waits until the reset", obs: 1},
+			want: want{Class: provider.ClassSecondary, Resource: "tokens", ResetAt: now.Add(40 * time.Second), RetryAfter: 40 * time.Second, Remaining: 0, Limit: 80000,
+				Reason: "tokens remaining 0, waits until the reset", Obs: 1},
 		},
 		{
 			name: "429 without any wait is secondary with an unknown wait",
 			resp: response(429),
 			body: errBody("rate_limit_error", msgRequestTokens),
-			want: want{class: provider.ClassSecondary, resource: "input-tokens", retryAfter: -1, remaining: unknown, limit: unknown, reason: "no retry-after"},
+			want: want{Class: provider.ClassSecondary, Resource: "input-tokens", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "no retry-after"},
 		},
 		{
 			name: "bare 429 is secondary",
 			resp: response(429),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429; no retry-after"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429; no retry-after"},
 		},
 		{
 			name: "retry-after-ms is read first",
 			resp: response(429, "retry-after-ms", "1500", "retry-after", "2"),
 			body: errBody("rate_limit_error", msgOrgRequests),
-			want: want{class: provider.ClassSecondary, resource: "requests", retryAfter: 1500 * time.Millisecond, remaining: unknown, limit: unknown, reason: "retry-after-ms 1.5s"},
+			want: want{Class: provider.ClassSecondary, Resource: "requests", RetryAfter: 1500 * time.Millisecond, Remaining: unknown, Limit: unknown, Reason: "retry-after-ms 1.5s"},
 		},
 		// Tricky case 12: an HTTP-date Retry-After is a wait, not zero; measured from Date (case 11).
 		{
 			name: "Retry-After as an HTTP-date, skewed server clock",
-			resp: response(429, join(skewed, []string{"Retry-After", httpDate(now.Add(-time.Hour + 90*time.Second))})...),
+			resp: response(429, slices.Concat(skewed, []string{"Retry-After", httpDate(now.Add(-time.Hour + 90*time.Second))})...),
 			body: errBody("rate_limit_error", msgOrgRequests),
-			want: want{class: provider.ClassSecondary, resource: "requests", retryAfter: 90 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 1m30s"},
+			want: want{Class: provider.ClassSecondary, Resource: "requests", RetryAfter: 90 * time.Second, Remaining: unknown, Limit: unknown, Reason: "retry-after 1m30s"},
 		},
 		// §2 subscription path; tricky case 4: a drained 5-hour window answered Retry-After: 7999.
 		{
@@ -156,8 +150,8 @@ func TestClassifyHTTP(t *testing.T) {
 				"anthropic-ratelimit-unified-7d-utilization", "0.42",
 				"anthropic-ratelimit-unified-7d-reset", epoch(now.Add(72*time.Hour))),
 			body: errBody("rate_limit_error", msgAccount),
-			want: want{class: provider.ClassQuota, resource: "unified-5h", resetAt: now.Add(7999 * time.Second), retryAfter: 7999 * time.Second, remaining: 0, limit: 100,
-				reason: "retry-after 2h13m19s (over 5m0s: quota)", obs: 2},
+			want: want{Class: provider.ClassQuota, Resource: "unified-5h", ResetAt: now.Add(7999 * time.Second), RetryAfter: 7999 * time.Second, Remaining: 0, Limit: 100,
+				Reason: "retry-after 2h13m19s (over 5m0s: quota)", Obs: 2},
 		},
 		{
 			name: "subscription 429 without Retry-After waits for the rejected window",
@@ -166,174 +160,174 @@ func TestClassifyHTTP(t *testing.T) {
 				"anthropic-ratelimit-unified-representative-claim", "seven_day",
 				"anthropic-ratelimit-unified-reset", epoch(now.Add(30*time.Hour))),
 			body: errBody("rate_limit_error", msgAccount),
-			want: want{class: provider.ClassQuota, resource: "unified-7d", resetAt: now.Add(30 * time.Hour), retryAfter: 30 * time.Hour, remaining: 0, limit: unknown,
-				reason: "unified-7d remaining 0", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: "unified-7d", ResetAt: now.Add(30 * time.Hour), RetryAfter: 30 * time.Hour, Remaining: 0, Limit: unknown,
+				Reason: "unified-7d remaining 0", Obs: 1},
 		},
 		{
 			name: "subscription 429 without headers: unknown wait",
 			resp: response(429),
 			body: errBody("rate_limit_error", msgAccount),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no retry-after"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "no retry-after"},
 		},
 		// §2 429 spend cap; tricky cases 4 and 10.
 		{
 			name: "spend cap without a stated time resumes on the 1st of next month (derived)",
 			resp: response(429, date...),
 			body: spendCapBody("You have reached your API usage limits."),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth, retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "enforced_spend_limit_reached (monthly spend cap); resumes 00:00 UTC on the 1st of next month (documented)", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth, RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "enforced_spend_limit_reached (monthly spend cap); resumes 00:00 UTC on the 1st of next month (documented)", Obs: 1},
 		},
 		{
 			name: "spend cap derived from the server's Date, skew-corrected",
 			resp: response(429, skewed...),
 			body: spendCapBody("You have reached your API usage limits."),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth.Add(time.Hour), retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "(documented)", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth.Add(time.Hour), RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "(documented)", Obs: 1},
 		},
 		{
 			name: "spend cap with the time the message states",
 			resp: response(429),
 			body: spendCapBody(msgSpendCap),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth, retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "resumes at the time the message states", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth, RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "resumes at the time the message states", Obs: 1},
 		},
 		{
 			name: "spend cap named only in the message",
 			resp: response(429, date...),
 			body: errBody("rate_limit_error", "enforced_spend_limit_reached: this organization hit its spend limit"),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "(documented)", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "(documented)", Obs: 1},
 		},
 		// §2 400 spend/credit texts; tricky case 6.
 		{
 			name: "400 specified API usage limits with the resume time",
 			resp: response(400),
 			body: errBody("invalid_request_error", msgUsageLimits),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth, retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "400 invalid_request_error API usage limits reached (spend limit); resumes at the time the message states", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth, RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "400 invalid_request_error API usage limits reached (spend limit); resumes at the time the message states", Obs: 1},
 		},
 		{
 			name: "400 workspace variant",
 			resp: response(400),
 			body: errBody("invalid_request_error", msgWorkspace),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, resetAt: nextMonth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "spend limit", obs: 1},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, ResetAt: nextMonth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "spend limit", Obs: 1},
 		},
 		{
 			name: "400 usage limits without a time: reset unknown",
 			resp: response(400),
 			body: errBody("invalid_request_error", msgUsageNoDate),
-			want: want{class: provider.ClassQuota, resource: ResourceSpend, retryAfter: -1, remaining: unknown, limit: unknown, reason: "reset unknown"},
+			want: want{Class: provider.ClassQuota, Resource: ResourceSpend, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "reset unknown"},
 		},
 		{
 			name: "400 credit balance too low",
 			resp: response(400),
 			body: errBody("invalid_request_error", msgCredit),
-			want: want{class: provider.ClassQuota, resource: ResourceBilling, retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "400 invalid_request_error (billing): Your credit balance is too low"},
+			want: want{Class: provider.ClassQuota, Resource: ResourceBilling, RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "400 invalid_request_error (billing): Your credit balance is too low"},
 		},
 		{
 			name: "402 billing_error",
 			resp: response(402),
 			body: errBody("billing_error", "Your account has a billing issue."),
-			want: want{class: provider.ClassQuota, resource: ResourceBilling, retryAfter: -1, remaining: unknown, limit: unknown, reason: "402 billing_error (billing)"},
+			want: want{Class: provider.ClassQuota, Resource: ResourceBilling, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "402 billing_error (billing)"},
 		},
 		// §2 529 overloaded_error; tricky case 5.
 		{
 			name: "529 overloaded is transient",
 			resp: response(529, "x-should-retry", "true"),
 			body: errBody("overloaded_error", "Overloaded"),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "529 overloaded_error (service overload, not a quota)"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "529 overloaded_error (service overload, not a quota)"},
 		},
 		{
 			name: "529 without a body is transient",
 			resp: response(529),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "529"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "529"},
 		},
 		{
 			name: "overloaded_error on another status is transient",
 			resp: response(503),
 			body: errBody("overloaded_error", "Overloaded"),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "overloaded_error"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "overloaded_error"},
 		},
 		// §5 Kimi coding plan: a plan limit as rate_limit_error with overloaded text; the type wins.
 		{
 			name: "rate_limit_error saying overloaded is a limit",
 			resp: response(429),
 			body: errBody("rate_limit_error", msgKimiOverloaded),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 rate_limit_error"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429 rate_limit_error"},
 		},
 		// §2 Others.
 		{
 			name: "401 authentication_error",
 			resp: response(401),
 			body: errBody("authentication_error", "invalid x-api-key"),
-			want: want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "401 authentication_error: invalid x-api-key"},
+			want: want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "401 authentication_error: invalid x-api-key"},
 		},
 		{
 			name: "403 permission_error is permanent",
 			resp: response(403),
 			body: errBody("permission_error", "Your API key does not have permission to use the specified resource."),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "403 permission_error"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "403 permission_error"},
 		},
 		{
 			name: "404 not_found_error is permanent",
 			resp: response(404),
 			body: errBody("not_found_error", "model: claude-x"),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "404 not_found_error"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "404 not_found_error"},
 		},
 		{
 			name: "413 request_too_large is permanent",
 			resp: response(413),
 			body: errBody("request_too_large", "Request exceeds the maximum allowed number of bytes."),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "request too large"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "request too large"},
 		},
 		{
 			name: "500 api_error is transient",
 			resp: response(500),
 			body: errBody("api_error", "Internal server error"),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "500 api_error"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "500 api_error"},
 		},
 		{
 			name: "400 invalid_request_error is permanent",
 			resp: response(400),
 			body: errBody("invalid_request_error", "messages: at least one message is required"),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "400 invalid_request_error: messages"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "400 invalid_request_error: messages"},
 		},
 		{
 			name: "HTML 502 from a proxy is transient",
 			resp: response(502),
 			body: "<html><body>Bad Gateway</body></html>",
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "502"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "502"},
 		},
 		// §2 Streams; tricky case 3: limits inside a 200.
 		{
 			name: "200 stream with an overloaded_error event is transient",
 			resp: response(200, "Content-Type", "text/event-stream"),
 			body: sse("message_start", streamStart, "error", `{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}`),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "200 with a stream error event overloaded_error"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "200 with a stream error event overloaded_error"},
 		},
 		{
 			name: "200 stream with a rate_limit_error event is a throttle",
 			resp: response(200, "Content-Type", "text/event-stream"),
 			body: sse("message_start", streamStart, "error", errBody("rate_limit_error", msgOrgOutput)),
-			want: want{class: provider.ClassSecondary, resource: "output-tokens", retryAfter: -1, remaining: unknown, limit: unknown, reason: "200 with a stream error event rate_limit_error"},
+			want: want{Class: provider.ClassSecondary, Resource: "output-tokens", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "200 with a stream error event rate_limit_error"},
 		},
 		{
 			name: "200 stream recognised without a Content-Type, CRLF lines",
 			resp: response(200),
 			body: "event: error\r\ndata: " + errBody("overloaded_error", "Overloaded") + "\r\n\r\n",
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "overloaded_error"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "overloaded_error"},
 		},
 		{
 			name: "200 stream without errors is ok",
 			resp: response(200, "Content-Type", "text/event-stream"),
 			body: sse("message_start", streamStart, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"an error was fixed"}}`, "message_stop", `{"type":"message_stop"}`),
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200"},
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 200"},
 		},
 		{
 			name: "200 whose body is an error object",
 			resp: response(200),
 			body: errBody("api_error", "Internal server error"),
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "200 with an error body api_error"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "200 with an error body api_error"},
 		},
 	}
 	for _, tt := range tests {
@@ -346,7 +340,7 @@ func TestClassifyHTTP(t *testing.T) {
 
 func TestClassifyHTTPNil(t *testing.T) {
 	t.Parallel()
-	check(t, ClassifyHTTP(nil, nil, now), want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no HTTP response"})
+	check(t, ClassifyHTTP(nil, nil, now), want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "no HTTP response"})
 }
 
 func TestClassifyHTTPRejectedState(t *testing.T) {
@@ -406,7 +400,7 @@ func TestPrincipal(t *testing.T) {
 func TestObservations(t *testing.T) {
 	t.Parallel()
 	reset := now.Add(-59 * time.Minute) // server clock an hour behind: 1 min ahead of its Date
-	h := response(200, join(
+	h := response(200, slices.Concat(
 		[]string{"Date", httpDate(now.Add(-time.Hour))},
 		familyHeaders("requests", 4000, 3999, reset),
 		familyHeaders("tokens", 480000, 0, reset),

@@ -2,12 +2,11 @@ package anthropic
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/providertest"
 	"github.com/layoverhq/layover/provider/internal/resetcheck"
 )
 
@@ -35,53 +34,21 @@ func FuzzClassifyHTTP(f *testing.F) {
 	}
 	unified := "anthropic-ratelimit-unified-status: rejected\nanthropic-ratelimit-unified-representative-claim: five_hour\n" +
 		"anthropic-ratelimit-unified-5h-utilization: 1.0\nanthropic-ratelimit-unified-5h-reset: " + epoch(now.Add(7999*time.Second)) + "\n"
-	seeds := []struct {
-		code int
-		hdr  string
-		body string
-	}{
-		{200, date + fam("requests", 999, now.Add(time.Minute)), `{"type":"message"}`},
-		{429, date + "retry-after: 30\n" + fam("input-tokens", 0, now.Add(30*time.Second)), errBody("rate_limit_error", msgOrgInputTokens)},
-		{429, "retry-after: 7999\n" + unified, errBody("rate_limit_error", msgAccount)},
-		{429, skewed, spendCapBody("You have reached your API usage limits.")},
-		{429, "", spendCapBody(msgSpendCap)},
-		{400, skewed, errBody("invalid_request_error", msgUsageLimits)},
-		{400, "", errBody("invalid_request_error", msgCredit)},
-		{529, "", errBody("overloaded_error", "Overloaded")},
-		{200, "content-type: text/event-stream\n", sse("message_start", streamStart, "error", errBody("rate_limit_error", "Please try again in 12s"))},
-		{429, skewed + "retry-after: " + httpDate(now.Add(-time.Hour+90*time.Second)) + "\n", errBody("rate_limit_error", msgOrgRequests)},
-		{429, "retry-after-ms: 1500\n", ""},
-		{413, "", errBody("request_too_large", "too big")},
-		{401, "", errBody("authentication_error", "invalid x-api-key")},
-		{429, "anthropic-ratelimit-unified-5h-reset: 1774447200000\nanthropic-ratelimit-unified-5h-status: rejected\n", "{"},
+	seeds := []providertest.Seed{
+		{Code: 200, Hdr: date + fam("requests", 999, now.Add(time.Minute)), Body: `{"type":"message"}`},
+		{Code: 429, Hdr: date + "retry-after: 30\n" + fam("input-tokens", 0, now.Add(30*time.Second)), Body: errBody("rate_limit_error", msgOrgInputTokens)},
+		{Code: 429, Hdr: "retry-after: 7999\n" + unified, Body: errBody("rate_limit_error", msgAccount)},
+		{Code: 429, Hdr: skewed, Body: spendCapBody("You have reached your API usage limits.")},
+		{Code: 429, Hdr: "", Body: spendCapBody(msgSpendCap)},
+		{Code: 400, Hdr: skewed, Body: errBody("invalid_request_error", msgUsageLimits)},
+		{Code: 400, Hdr: "", Body: errBody("invalid_request_error", msgCredit)},
+		{Code: 529, Hdr: "", Body: errBody("overloaded_error", "Overloaded")},
+		{Code: 200, Hdr: "content-type: text/event-stream\n", Body: sse("message_start", streamStart, "error", errBody("rate_limit_error", "Please try again in 12s"))},
+		{Code: 429, Hdr: skewed + "retry-after: " + httpDate(now.Add(-time.Hour+90*time.Second)) + "\n", Body: errBody("rate_limit_error", msgOrgRequests)},
+		{Code: 429, Hdr: "retry-after-ms: 1500\n", Body: ""},
+		{Code: 413, Hdr: "", Body: errBody("request_too_large", "too big")},
+		{Code: 401, Hdr: "", Body: errBody("authentication_error", "invalid x-api-key")},
+		{Code: 429, Hdr: "anthropic-ratelimit-unified-5h-reset: 1774447200000\nanthropic-ratelimit-unified-5h-status: rejected\n", Body: "{"},
 	}
-	for _, s := range seeds {
-		f.Add(s.code, s.hdr, []byte(s.body))
-	}
-	f.Fuzz(func(t *testing.T, code int, hdr string, body []byte) {
-		if code < 0 {
-			code = -code
-		}
-		code = 100 + code%500
-		input := hdr + "\n" + string(body)
-		extra := spendCapDerivations(input)
-		resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
-		out := ClassifyHTTP(resp, body, now)
-		if err := resetcheck.CheckOutcome(out, Provider, input, now, extra...); err != nil {
-			t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)
-		}
-		for _, s := range Observations(resp.Header, now) {
-			if err := resetcheck.CheckState(s, input, now); err != nil {
-				t.Fatalf("Observations(%q): %v", hdr, err)
-			}
-		}
-		// The same response as curl -i prints it.
-		raw := fmt.Sprintf("HTTP/1.1 %d\r\n%s\r\n\r\n", code, strings.ReplaceAll(hdr, "\n", "\r\n"))
-		if r, b, err := provider.ParseRawHTTP(append([]byte(raw), body...)); err == nil {
-			out := ClassifyHTTP(r, b, now)
-			if err := resetcheck.CheckOutcome(out, Provider, raw+string(body), now, extra...); err != nil {
-				t.Fatalf("ClassifyHTTP(raw %q): %v", raw, err)
-			}
-		}
-	})
+	providertest.FuzzHTTP(f, Provider, seeds, ClassifyHTTP, Observations, spendCapDerivations)
 }

@@ -1,9 +1,10 @@
 package gemini
 
 import (
-	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/layoverhq/layover/provider/internal/providertest"
 )
 
 // BenchmarkClassifyHTTP measures the cost of classifying one response.
@@ -16,26 +17,13 @@ func BenchmarkClassifyHTTP(b *testing.B) {
 	}
 	perMinute := quotaFailure(violationJSON(metricRequests, idPerMinute, "gemini-2.5-pro", "5"))
 	perDay := quotaFailure(violationJSON(metricRequests, idPerDayFree, "gemini-2.5-pro", "100"))
-	cases := []struct {
-		name string
-		resp *http.Response
-		body string
-	}{
-		{"200-json", response(200, "Date", httpDate(now)), okBody},
-		{"200-stream", response(200, "Date", httpDate(now), "Content-Type", "text/event-stream"), stream.String()},
-		{"200-stream-error", response(200, "Date", httpDate(now), "Content-Type", "text/event-stream"),
-			stream.String() + "data: " + gErr(503, "UNAVAILABLE", msgOverloaded) + "\r\n\r\n"},
-		{"429-per-minute", response(429, "Date", httpDate(now)), gErr(429, "RESOURCE_EXHAUSTED", msgPerMinute, perMinute, help, retryInfo("26s"))},
-		{"429-per-day", response(429, "Date", httpDate(now)), gErr(429, "RESOURCE_EXHAUSTED", msgExceeded, perDay, help, retryInfo("37025s"))},
+	cases := []providertest.Case{
+		{Name: "200-json", Resp: response(200, "Date", httpDate(now)), Body: okBody},
+		{Name: "200-stream", Resp: response(200, "Date", httpDate(now), "Content-Type", "text/event-stream"), Body: stream.String()},
+		{Name: "200-stream-error", Resp: response(200, "Date", httpDate(now), "Content-Type", "text/event-stream"),
+			Body: stream.String() + "data: " + gErr(503, "UNAVAILABLE", msgOverloaded) + "\r\n\r\n"},
+		{Name: "429-per-minute", Resp: response(429, "Date", httpDate(now)), Body: gErr(429, "RESOURCE_EXHAUSTED", msgPerMinute, perMinute, help, retryInfo("26s"))},
+		{Name: "429-per-day", Resp: response(429, "Date", httpDate(now)), Body: gErr(429, "RESOURCE_EXHAUSTED", msgExceeded, perDay, help, retryInfo("37025s"))},
 	}
-	for _, c := range cases {
-		body := []byte(c.body)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				ClassifyHTTP(c.resp, body, now)
-			}
-		})
-	}
+	providertest.BenchmarkHTTP(b, cases, ClassifyHTTP)
 }

@@ -1,14 +1,16 @@
 package openai
 
 import (
-	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/layoverhq/layover/provider/internal/providertest"
 )
 
 // BenchmarkClassifyHTTP measures the cost of classifying one response.
 func BenchmarkClassifyHTTP(b *testing.B) {
-	hdrs := join([]string{"Date", httpDate(now), "openai-organization", "org-8s7dj2klq0"},
+	hdrs := slices.Concat([]string{"Date", httpDate(now), "openai-organization", "org-8s7dj2klq0"},
 		limits("requests", "500", "499", "120ms"), limits("tokens", "30000", "29000", "2s"))
 	okBody := `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"` +
 		strings.Repeat("lorem ipsum ", 200) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":600}}`
@@ -18,25 +20,12 @@ func BenchmarkClassifyHTTP(b *testing.B) {
 	}
 	ok := stream.String() + "data: [DONE]\n\n"
 	failed := stream.String() + "data: " + errBody("tokens", "rate_limit_exceeded", msgTPM) + "\n\n"
-	cases := []struct {
-		name string
-		resp *http.Response
-		body string
-	}{
-		{"200-json", response(200, hdrs...), okBody},
-		{"200-stream", response(200, append(hdrs, "Content-Type", "text/event-stream")...), ok},
-		{"200-stream-error", response(200, append(hdrs, "Content-Type", "text/event-stream")...), failed},
-		{"429-rate-limit", response(429, hdrs...), errBody("tokens", "rate_limit_exceeded", msgTPM)},
-		{"429-insufficient-quota", response(429, hdrs...), errBody("insufficient_quota", "insufficient_quota", msgQuota)},
+	cases := []providertest.Case{
+		{Name: "200-json", Resp: response(200, hdrs...), Body: okBody},
+		{Name: "200-stream", Resp: response(200, append(hdrs, "Content-Type", "text/event-stream")...), Body: ok},
+		{Name: "200-stream-error", Resp: response(200, append(hdrs, "Content-Type", "text/event-stream")...), Body: failed},
+		{Name: "429-rate-limit", Resp: response(429, hdrs...), Body: errBody("tokens", "rate_limit_exceeded", msgTPM)},
+		{Name: "429-insufficient-quota", Resp: response(429, hdrs...), Body: errBody("insufficient_quota", "insufficient_quota", msgQuota)},
 	}
-	for _, c := range cases {
-		body := []byte(c.body)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				ClassifyHTTP(c.resp, body, now)
-			}
-		})
-	}
+	providertest.BenchmarkHTTP(b, cases, ClassifyHTTP)
 }
