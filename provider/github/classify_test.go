@@ -2,11 +2,13 @@ package github
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/providertest"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -26,62 +28,27 @@ const (
 )
 
 func restBody(msg, doc string) string {
-	b := `{"message":` + jsonQuote(msg)
+	b := `{"message":` + providertest.JSONQuote(msg)
 	if doc != "" {
-		b += `,"documentation_url":` + jsonQuote(doc)
+		b += `,"documentation_url":` + providertest.JSONQuote(doc)
 	}
 	return b + `,"status":"403"}`
 }
 
-func jsonQuote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
+// want is the expected outcome.
+type want = providertest.Want
 
-// want is the expected outcome; zero fields of ResetAt mean "zero".
-type want struct {
-	class      provider.Class
-	resource   string
-	resetAt    time.Time
-	retryAfter time.Duration
-	remaining  int64
-	limit      int64
-	reason     string // substring
-	obs        int    // number of observations
-	obsCause   quota.Cause
-}
-
-func check(t *testing.T, got provider.Outcome, w want) {
+// check compares got with w; every observation must be a header state
+// observed now, with a known reset and Cause obsCause.
+func check(t *testing.T, got provider.Outcome, w want, obsCause quota.Cause) {
 	t.Helper()
-	if got.Provider != "github" {
-		t.Errorf("Provider = %q", got.Provider)
-	}
-	if got.Class != w.class {
-		t.Errorf("Class = %q, want %q (reason %q)", got.Class, w.class, got.Reason)
-	}
-	if got.Resource != w.resource {
-		t.Errorf("Resource = %q, want %q", got.Resource, w.resource)
-	}
-	if !got.ResetAt.Equal(w.resetAt) {
-		t.Errorf("ResetAt = %v, want %v", got.ResetAt, w.resetAt)
-	}
-	if got.RetryAfter != w.retryAfter {
-		t.Errorf("RetryAfter = %v, want %v", got.RetryAfter, w.retryAfter)
-	}
-	if got.Remaining != w.remaining || got.Limit != w.limit {
-		t.Errorf("Remaining, Limit = %d, %d; want %d, %d", got.Remaining, got.Limit, w.remaining, w.limit)
-	}
-	if !strings.Contains(got.Reason, w.reason) {
-		t.Errorf("Reason = %q, want it to contain %q", got.Reason, w.reason)
-	}
-	if strings.ContainsAny(got.Reason, "\r\n") {
-		t.Errorf("Reason is not one line: %q", got.Reason)
-	}
-	if len(got.Observations) != w.obs {
-		t.Fatalf("%d observations, want %d: %+v", len(got.Observations), w.obs, got.Observations)
+	providertest.Check(t, got, Provider, w)
+	if len(got.Observations) != w.Obs {
+		t.FailNow()
 	}
 	for _, o := range got.Observations {
-		if o.Cause != w.obsCause {
-			t.Errorf("observation Cause = %q, want %q", o.Cause, w.obsCause)
+		if o.Cause != obsCause {
+			t.Errorf("observation Cause = %q, want %q", o.Cause, obsCause)
 		}
 		if o.Source != quota.SourceHeaders || !o.ObservedAt.Equal(now) || !o.ResetKnown {
 			t.Errorf("observation %+v: want source headers, observed now, reset known", o)
@@ -100,324 +67,336 @@ func TestClassifyHTTP(t *testing.T) {
 		resp *http.Response
 		body string
 		want want
+		// obsCause is the Cause of every observation.
+		obsCause quota.Cause
 	}{
 		// §1 Headers (every response).
 		{
 			name: "200 with headers is ok and observed",
 			resp: response(200, limits(5000, 4999, reset, "core")...),
 			body: `{"login":"octocat"}`,
-			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 4999, limit: 5000, reason: "HTTP 200", obs: 1},
+			want: want{Class: provider.ClassOK, Resource: "core", RetryAfter: -1, Remaining: 4999, Limit: 5000, Reason: "HTTP 200", Obs: 1},
 		},
 		{
 			name: "resource defaults to core",
 			resp: response(200, limits(60, 59, reset, "")...),
-			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 59, limit: 60, reason: "HTTP 200", obs: 1},
+			want: want{Class: provider.ClassOK, Resource: "core", RetryAfter: -1, Remaining: 59, Limit: 60, Reason: "HTTP 200", Obs: 1},
 		},
 		{
 			name: "success without headers",
 			resp: response(201),
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 201"},
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 201"},
 		},
 		{
 			name: "304 is ok",
 			resp: response(304, limits(5000, 10, reset, "core")...),
-			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 10, limit: 5000, reason: "HTTP 304", obs: 1},
+			want: want{Class: provider.ClassOK, Resource: "core", RetryAfter: -1, Remaining: 10, Limit: 5000, Reason: "HTTP 304", Obs: 1},
 		},
 		// §1 Primary, REST.
 		{
 			name: "403 with remaining 0 is quota until the reset",
 			resp: response(403, limits(5000, 0, reset, "core")...),
 			body: restBody(msgPrimaryUser, docPrimary),
-			want: want{class: provider.ClassQuota, resource: "core", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "403 with x-ratelimit-remaining: 0 (resource core)", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "core", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "403 with x-ratelimit-remaining: 0 (resource core)", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "429 with remaining 0 is quota",
 			resp: response(429, limits(30, 0, reset, "search")...),
 			body: restBody(msgPrimaryUser, docPrimary),
-			want: want{class: provider.ClassQuota, resource: "search", resetAt: reset, retryAfter: -1, remaining: 0, limit: 30,
-				reason: "429 with x-ratelimit-remaining: 0 (resource search)", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "search", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 30,
+				Reason: "429 with x-ratelimit-remaining: 0 (resource search)", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "403 remaining 0 without reset: reset unknown, not invented",
 			resp: response(403, "X-RateLimit-Remaining", "0", "X-RateLimit-Limit", "5000"),
 			body: restBody(msgPrimaryUser, ""),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "reset unknown"},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "reset unknown"},
 		},
 		// §1 Primary texts, without headers (tricky 10).
 		{
 			name: "user ID text without headers",
 			resp: response(403),
 			body: restBody(msgPrimaryUser, docPrimary),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: `"rate limit exceeded" message (resource core), reset unknown`},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: `"rate limit exceeded" message (resource core), reset unknown`},
 		},
 		{
 			name: "installation ID text without headers",
 			resp: response(403),
 			body: restBody(msgPrimaryInstallation, docPrimary),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "rate limit exceeded"},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "rate limit exceeded"},
 		},
 		{
 			name: "unauthenticated IP text on 429",
 			resp: response(429),
 			body: restBody(msgPrimaryIP, docPrimary),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 with"},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429 with"},
 		},
 		{
 			name: "already exceeded text",
 			resp: response(403),
 			body: restBody(msgGraphQLAlready, ""),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "rate limit exceeded"},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "rate limit exceeded"},
 		},
 		// §1 Primary, GraphQL; tricky 3 (limits inside a 200).
 		{
 			name: "GraphQL 200 RATE_LIMITED",
 			resp: response(200, limits(5000, 0, reset, "graphql")...),
 			body: `{"data":null,"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for user ID 1234567."}]}`,
-			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "200 with GraphQL error type RATE_LIMITED", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "200 with GraphQL error type RATE_LIMITED", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "GraphQL 200 RATE_LIMIT 2026 form",
 			resp: response(200, limits(5000, 0, reset, "graphql")...),
 			body: `{"errors":[{"type":"RATE_LIMIT","code":"graphql_rate_limit","message":"` + msgGraphQLAlready + `"}]}`,
-			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "GraphQL error type RATE_LIMIT", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "GraphQL error type RATE_LIMIT", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "GraphQL code only, no headers",
 			resp: response(200),
 			body: `{"errors":[{"code":"graphql_rate_limit","message":"x"}]}`,
-			want: want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "GraphQL error code graphql_rate_limit, reset unknown"},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "GraphQL error code graphql_rate_limit, reset unknown"},
 		},
 		{
 			name: "GraphQL message only",
 			resp: response(200),
 			body: `{"errors":[{"message":"` + msgGraphQLAlready + `"}]}`,
-			want: want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown,
-				reason: "GraphQL error message says rate limit exceeded"},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", RetryAfter: -1, Remaining: unknown, Limit: unknown,
+				Reason: "GraphQL error message says rate limit exceeded"},
 		},
 		{
 			name: "GraphQL other error is ok",
 			resp: response(200, limits(5000, 4000, reset, "graphql")...),
 			body: `{"data":{"repository":null},"errors":[{"type":"NOT_FOUND","path":["repository"],"message":"Could not resolve to a Repository with the name 'o/x'."}]}`,
-			want: want{class: provider.ClassOK, resource: "graphql", retryAfter: -1, remaining: 4000, limit: 5000, reason: "HTTP 200", obs: 1},
+			want: want{Class: provider.ClassOK, Resource: "graphql", RetryAfter: -1, Remaining: 4000, Limit: 5000, Reason: "HTTP 200", Obs: 1},
 		},
 		{
 			name: "GraphQL 403 RATE_LIMITED",
 			resp: response(403, limits(5000, 0, reset, "graphql")...),
 			body: `{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for user ID 1."}]}`,
-			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "x-ratelimit-remaining: 0 (resource graphql)", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "x-ratelimit-remaining: 0 (resource graphql)", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		// §1 Secondary, texts, documentation_url; tricky 2.
 		{
 			name: "secondary with retry-after seconds",
-			resp: response(403, join(limits(5000, 4990, reset, "core"), []string{"Retry-After", "60"})...),
+			resp: response(403, slices.Concat(limits(5000, 4990, reset, "core"), []string{"Retry-After", "60"})...),
 			body: restBody(msgSecondary, "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"),
-			want: want{class: provider.ClassSecondary, resource: "core", retryAfter: 60 * time.Second, remaining: 4990, limit: 5000,
-				reason: "403 with secondary rate limit message; retry-after 1m0s", obs: 1},
+			want: want{Class: provider.ClassSecondary, Resource: "core", RetryAfter: 60 * time.Second, Remaining: 4990, Limit: 5000,
+				Reason: "403 with secondary rate limit message; retry-after 1m0s", Obs: 1},
 		},
 		{
 			name: "secondary with budget left and no retry-after waits unknown",
 			resp: response(403, limits(5000, 4990, reset, "core")...),
 			body: restBody(msgSecondary, ""),
-			want: want{class: provider.ClassSecondary, resource: "core", retryAfter: -1, remaining: 4990, limit: 5000,
-				reason: "secondary rate limit message; no retry-after", obs: 1},
+			want: want{Class: provider.ClassSecondary, Resource: "core", RetryAfter: -1, Remaining: 4990, Limit: 5000,
+				Reason: "secondary rate limit message; no retry-after", Obs: 1},
 		},
 		{
 			name: "secondary with remaining 0 waits until the reset",
 			resp: response(403, limits(5000, 0, soon, "core")...),
 			body: restBody(msgSecondary, ""),
-			want: want{class: provider.ClassSecondary, resource: "core", resetAt: soon, retryAfter: 2 * time.Minute, remaining: 0, limit: 5000,
-				reason: "waits until the reset", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassSecondary, Resource: "core", ResetAt: soon, RetryAfter: 2 * time.Minute, Remaining: 0, Limit: 5000,
+				Reason: "waits until the reset", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "secondary with remaining 0 and a far reset is quota",
 			resp: response(403, limits(5000, 0, reset, "core")...),
 			body: restBody(msgSecondary, ""),
-			want: want{class: provider.ClassQuota, resource: "core", resetAt: reset, retryAfter: 30 * time.Minute, remaining: 0, limit: 5000,
-				reason: "(over 5m0s: quota)", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "core", ResetAt: reset, RetryAfter: 30 * time.Minute, Remaining: 0, Limit: 5000,
+				Reason: "(over 5m0s: quota)", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "content creation secondary on 429",
 			resp: response(429),
 			body: restBody(msgSecondaryCreation, ""),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 with secondary rate limit message"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429 with secondary rate limit message"},
 		},
 		{
 			name: "legacy abuse detection",
 			resp: response(403, "Retry-After", "30"),
 			body: restBody(msgAbuse, "https://developer.github.com/v3/#abuse-rate-limits"),
-			want: want{class: provider.ClassSecondary, retryAfter: 30 * time.Second, remaining: unknown, limit: unknown, reason: "abuse detection message"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 30 * time.Second, Remaining: unknown, Limit: unknown, Reason: "abuse detection message"},
 		},
 		{
 			name: "doc URL about-secondary-rate-limits",
 			resp: response(403),
 			body: restBody("Forbidden", "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "documentation_url #about-secondary-rate-limits"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "documentation_url #about-secondary-rate-limits"},
 		},
 		{
 			name: "doc URL secondary-rate-limits",
 			resp: response(403),
 			body: restBody("Forbidden", "https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits"),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "#secondary-rate-limits"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "#secondary-rate-limits"},
 		},
 		{
 			name: "doc URL abuse-rate-limits",
 			resp: response(429),
 			body: restBody("Forbidden", "https://developer.github.com/v3/#abuse-rate-limits"),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "#abuse-rate-limits"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "#abuse-rate-limits"},
 		},
 		{
 			name: "GraphQL 200 secondary",
 			resp: response(200, limits(5000, 4000, reset, "graphql")...),
 			body: `{"errors":[{"message":"` + msgSecondary + `"}]}`,
-			want: want{class: provider.ClassSecondary, resource: "graphql", retryAfter: -1, remaining: 4000, limit: 5000,
-				reason: "200 with GraphQL error secondary rate limit message", obs: 1},
+			want: want{Class: provider.ClassSecondary, Resource: "graphql", RetryAfter: -1, Remaining: 4000, Limit: 5000,
+				Reason: "200 with GraphQL error secondary rate limit message", Obs: 1},
 		},
 		{
 			name: "GraphQL 403 secondary",
 			resp: response(403, "Retry-After", "120"),
 			body: `{"documentation_url":"https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits","message":"` + msgSecondary + `"}`,
-			want: want{class: provider.ClassSecondary, retryAfter: 2 * time.Minute, remaining: unknown, limit: unknown, reason: "secondary rate limit message"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 2 * time.Minute, Remaining: unknown, Limit: unknown, Reason: "secondary rate limit message"},
 		},
 		{
 			name: "secondary retry-after over 5 minutes is quota",
 			resp: response(403, "Retry-After", "600"),
 			body: restBody(msgSecondary, ""),
-			want: want{class: provider.ClassQuota, resetAt: now.Add(10 * time.Minute), retryAfter: 10 * time.Minute, remaining: unknown, limit: unknown,
-				reason: "retry-after 10m0s (over 5m0s: quota)"},
+			want: want{Class: provider.ClassQuota, ResetAt: now.Add(10 * time.Minute), RetryAfter: 10 * time.Minute, Remaining: unknown, Limit: unknown,
+				Reason: "retry-after 10m0s (over 5m0s: quota)"},
 		},
 		{
 			name: "secondary retry-after exactly 5 minutes stays secondary",
 			resp: response(403, "Retry-After", "300"),
 			body: restBody(msgSecondary, ""),
-			want: want{class: provider.ClassSecondary, retryAfter: 5 * time.Minute, remaining: unknown, limit: unknown, reason: "retry-after 5m0s"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 5 * time.Minute, Remaining: unknown, Limit: unknown, Reason: "retry-after 5m0s"},
 		},
 		// 429 with nothing else.
 		{
 			name: "bare 429 is secondary",
 			resp: response(429),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 without a rate-limit message; no retry-after"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429 without a rate-limit message; no retry-after"},
 		},
 		{
 			name: "bare 429 with retry-after",
 			resp: response(429, "Retry-After", "7"),
-			want: want{class: provider.ClassSecondary, retryAfter: 7 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 7s"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 7 * time.Second, Remaining: unknown, Limit: unknown, Reason: "retry-after 7s"},
 		},
 		{
 			name: "bare 429 with a long retry-after is quota",
 			resp: response(429, "Retry-After", "3600"),
-			want: want{class: provider.ClassQuota, resetAt: now.Add(time.Hour), retryAfter: time.Hour, remaining: unknown, limit: unknown, reason: "over 5m0s"},
+			want: want{Class: provider.ClassQuota, ResetAt: now.Add(time.Hour), RetryAfter: time.Hour, Remaining: unknown, Limit: unknown, Reason: "over 5m0s"},
 		},
 		// §1 GraphQL timeout; other statuses.
 		{
 			name: "GraphQL timeout 502 is transient",
 			resp: response(502),
 			body: `{"data":null,"errors":[{"message":"Something went wrong while executing your query. This may be the result of a timeout."}]}`,
-			want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 502"},
+			want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 502"},
 		},
-		{name: "504 transient", resp: response(504), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 504"}},
-		{name: "500 transient", resp: response(500), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 500"}},
-		{name: "503 transient", resp: response(503), want: want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 503"}},
-		{name: "501 permanent", resp: response(501), want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 501"}},
+		{name: "504 transient", resp: response(504), want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 504"}},
+		{name: "500 transient", resp: response(500), want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 500"}},
+		{name: "503 transient", resp: response(503), want: want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 503"}},
+		{name: "501 permanent", resp: response(501), want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 501"}},
 		{
 			name: "422 permanent with message",
 			resp: response(422),
 			body: `{"message":"Validation Failed","errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`,
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "422: Validation Failed"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "422: Validation Failed"},
 		},
-		{name: "301 permanent", resp: response(301), want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 301"}},
+		{name: "301 permanent", resp: response(301), want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 301"}},
 		// 401.
 		{
-			name: "401 is auth",
-			resp: response(401, limits(60, 0, reset, "core")...),
-			body: `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`,
-			want: want{class: provider.ClassAuth, resource: "core", retryAfter: -1, remaining: 0, limit: 60, reason: "401: Bad credentials", obs: 1, obsCause: quota.CauseExhausted},
+			name:     "401 is auth",
+			resp:     response(401, limits(60, 0, reset, "core")...),
+			body:     `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`,
+			want:     want{Class: provider.ClassAuth, Resource: "core", RetryAfter: -1, Remaining: 0, Limit: 60, Reason: "401: Bad credentials", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		// Tricky 1: 403 is not a rate limit; remaining 0 on a 404 or success.
 		{
 			name: "403 Resource not accessible by integration",
 			resp: response(403, limits(5000, 4321, reset, "core")...),
 			body: restBody(msgIntegration, "https://docs.github.com/rest/issues/issues#create-an-issue"),
-			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 4321, limit: 5000,
-				reason: "403 Resource not accessible by integration (permissions)", obs: 1},
+			want: want{Class: provider.ClassPermanent, Resource: "core", RetryAfter: -1, Remaining: 4321, Limit: 5000,
+				Reason: "403 Resource not accessible by integration (permissions)", Obs: 1},
 		},
 		{
 			name: "403 SAML enforcement",
-			resp: response(403, join(limits(5000, 4321, reset, "core"), []string{"X-GitHub-SSO", "required; url=https://github.com/orgs/acme/sso?authorization_request=AAA"})...),
+			resp: response(403, slices.Concat(limits(5000, 4321, reset, "core"), []string{"X-GitHub-SSO", "required; url=https://github.com/orgs/acme/sso?authorization_request=AAA"})...),
 			body: restBody(msgSAML, "https://docs.github.com/articles/authenticating-to-a-github-organization-with-saml-single-sign-on/"),
-			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 4321, limit: 5000,
-				reason: "403 with X-GitHub-SSO (SAML enforcement)", obs: 1},
+			want: want{Class: provider.ClassPermanent, Resource: "core", RetryAfter: -1, Remaining: 4321, Limit: 5000,
+				Reason: "403 with X-GitHub-SSO (SAML enforcement)", Obs: 1},
 		},
 		{
 			name: "403 archived repository",
 			resp: response(403),
 			body: restBody("Repository was archived so is read-only.", ""),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "403: Repository was archived so is read-only."},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "403: Repository was archived so is read-only."},
 		},
 		{
 			name: "403 missing scopes",
 			resp: response(403, "X-Accepted-OAuth-Scopes", "admin:org", "X-OAuth-Scopes", "repo"),
 			body: restBody("Must have admin rights to Repository.", ""),
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "403: Must have admin rights"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "403: Must have admin rights"},
 		},
 		{
 			name: "404 that spent the last unit stays permanent but is observed",
 			resp: response(404, limits(5000, 0, reset, "core")...),
 			body: restBody("Not Found", ""),
-			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "404: Not Found", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassPermanent, Resource: "core", RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "404: Not Found", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "200 that spent the last unit stays ok but is observed",
 			resp: response(200, limits(5000, 0, reset, "core")...),
 			body: `{}`,
-			want: want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "spent the last unit", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassOK, Resource: "core", RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "spent the last unit", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "REST 200 whose content mentions a secondary limit is ok",
 			resp: response(200),
 			body: `{"sha":"abc","message":"Handle: You have exceeded a secondary rate limit"}`,
-			want: want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 200"},
+			want: want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 200"},
 		},
 		// Tricky 7: reset encodings.
 		{
 			name: "reset in epoch milliseconds is rejected, not invented",
 			resp: response(403, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1785931200000"),
 			body: restBody(msgPrimaryUser, ""),
-			want: want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: 0, limit: 5000, reason: "reset unknown"},
+			want: want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: 0, Limit: 5000, Reason: "reset unknown"},
 		},
 		{
 			name: "negative remaining is rejected",
 			resp: response(403, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "-1", "X-RateLimit-Reset", epoch(reset)),
 			body: restBody("Forbidden", ""),
-			want: want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: unknown, limit: 5000, reason: "403: Forbidden"},
+			want: want{Class: provider.ClassPermanent, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: 5000, Reason: "403: Forbidden"},
 		},
 		{
 			name: "retry-after as HTTP-date is relative to Date",
 			resp: response(429, "Date", httpDate(now.Add(-time.Hour)), "Retry-After", httpDate(now.Add(-time.Hour+90*time.Second))),
-			want: want{class: provider.ClassSecondary, retryAfter: 90 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 1m30s"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 90 * time.Second, Remaining: unknown, Limit: unknown, Reason: "retry-after 1m30s"},
 		},
 		{
 			name: "retry-after as HTTP-date without Date is relative to now",
 			resp: response(429, "Retry-After", httpDate(now.Add(45*time.Second))),
-			want: want{class: provider.ClassSecondary, retryAfter: 45 * time.Second, remaining: unknown, limit: unknown, reason: "retry-after 45s"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 45 * time.Second, Remaining: unknown, Limit: unknown, Reason: "retry-after 45s"},
 		},
 		{
 			name: "retry-after HTTP-date in the past is zero",
 			resp: response(429, "Retry-After", httpDate(now.Add(-time.Minute))),
-			want: want{class: provider.ClassSecondary, retryAfter: 0, remaining: unknown, limit: unknown, reason: "retry-after 0s"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: 0, Remaining: unknown, Limit: unknown, Reason: "retry-after 0s"},
 		},
 		{
 			name: "garbage retry-after is not stated",
 			resp: response(429, "Retry-After", "soon"),
-			want: want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no retry-after"},
+			want: want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "no retry-after"},
 		},
 		// Tricky 11: clock skew.
 		{
@@ -427,20 +406,21 @@ func TestClassifyHTTP(t *testing.T) {
 				"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Resource", "core",
 				"X-RateLimit-Reset", epoch(now.Add(-time.Hour+20*time.Minute))),
 			body: restBody(msgPrimaryUser, ""),
-			want: want{class: provider.ClassQuota, resource: "core", resetAt: now.Add(20 * time.Minute), retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "403 with x-ratelimit-remaining: 0", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "core", ResetAt: now.Add(20 * time.Minute), RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "403 with x-ratelimit-remaining: 0", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "nil response",
 			resp: nil,
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "no HTTP response"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "no HTTP response"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := ClassifyHTTP(tt.resp, []byte(tt.body), now)
-			check(t, got, tt.want)
+			check(t, got, tt.want, tt.obsCause)
 		})
 	}
 }
@@ -481,9 +461,9 @@ func TestClassifyHTTPFromRaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, ClassifyHTTP(resp, body, now), want{
-		class: provider.ClassQuota, resource: "core", resetAt: now.Add(time.Hour), retryAfter: -1, remaining: 0, limit: 5000,
-		reason: "403 with x-ratelimit-remaining: 0 (resource core)", obs: 1, obsCause: quota.CauseExhausted,
-	})
+		Class: provider.ClassQuota, Resource: "core", ResetAt: now.Add(time.Hour), RetryAfter: -1, Remaining: 0, Limit: 5000,
+		Reason: "403 with x-ratelimit-remaining: 0 (resource core)", Obs: 1,
+	}, quota.CauseExhausted)
 }
 
 func TestObservations(t *testing.T) {

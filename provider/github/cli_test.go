@@ -33,68 +33,70 @@ func TestClassifyCLI(t *testing.T) {
 		stdout string
 		stderr string
 		want   want
+		// obsCause is the Cause of every observation.
+		obsCause quota.Cause
 	}{
 		{
 			name:   "exit 0 is ok whatever it printed",
 			exit:   0,
 			stderr: "GraphQL: " + msgGraphQLAlready + "\nretrying in 60s",
-			want:   want{class: provider.ClassOK, retryAfter: -1, remaining: unknown, limit: unknown, reason: "exit 0"},
+			want:   want{Class: provider.ClassOK, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "exit 0"},
 		},
 		{
 			name:   "exit 0 with gh api -i headers is observed",
 			exit:   0,
 			stdout: ghInclude("200 OK", []string{"Date", httpDate(now), "X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "12", "X-Ratelimit-Reset", epoch(reset), "X-Ratelimit-Resource", "core"}, "{}"),
-			want:   want{class: provider.ClassOK, resource: "core", retryAfter: -1, remaining: 12, limit: 5000, reason: "exit 0", obs: 1},
+			want:   want{Class: provider.ClassOK, Resource: "core", RetryAfter: -1, Remaining: 12, Limit: 5000, Reason: "exit 0", Obs: 1},
 		},
 		// go-gh REST form: HTTP <status>: <message> (<url>).
 		{
 			name:   "HTTP 403 user ID text",
 			exit:   1,
 			stderr: "HTTP 403: " + msgPrimaryUser + " (https://api.github.com/repos/acme/app/pulls?per_page=100)\n",
-			want:   want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: `gh: HTTP 403 with "rate limit exceeded" message (resource core), reset unknown`},
+			want:   want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: `gh: HTTP 403 with "rate limit exceeded" message (resource core), reset unknown`},
 		},
 		{
 			name:   "HTTP 403 IP text on a search URL",
 			exit:   1,
 			stderr: "HTTP 403: " + msgPrimaryIP + " (https://api.github.com/search/issues?q=repo%3Aacme%2Fapp)\n",
-			want:   want{class: provider.ClassQuota, resource: "search", retryAfter: -1, remaining: unknown, limit: unknown, reason: "resource search"},
+			want:   want{Class: provider.ClassQuota, Resource: "search", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "resource search"},
 		},
 		{
 			name:   "installation text on a code search URL",
 			exit:   1,
 			stderr: "HTTP 403: " + msgPrimaryInstallation + " (https://api.github.com/search/code?q=foo)",
-			want:   want{class: provider.ClassQuota, resource: "code_search", retryAfter: -1, remaining: unknown, limit: unknown, reason: "resource code_search"},
+			want:   want{Class: provider.ClassQuota, Resource: "code_search", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "resource code_search"},
 		},
 		{
 			name:   "wrapped with a context prefix",
 			exit:   1,
 			stderr: "failed to get runs: HTTP 403: " + msgPrimaryUser + " (https://api.github.com/repos/acme/app/actions/runs?per_page=20)",
-			want:   want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "gh: HTTP 403 with"},
+			want:   want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "gh: HTTP 403 with"},
 		},
 		{
 			name:   "GHES search URL",
 			exit:   1,
 			stderr: "HTTP 403: " + msgPrimaryUser + " (https://ghes.example.com/api/v3/search/commits?q=x)",
-			want:   want{class: provider.ClassQuota, resource: "search", retryAfter: -1, remaining: unknown, limit: unknown, reason: "resource search"},
+			want:   want{Class: provider.ClassQuota, Resource: "search", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "resource search"},
 		},
 		// GraphQL: <msg> (<path>) joined by ", ".
 		{
 			name:   "GraphQL already exceeded",
 			exit:   1,
 			stderr: "GraphQL: " + msgGraphQLAlready + "\n",
-			want:   want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown, reason: "resource graphql"},
+			want:   want{Class: provider.ClassQuota, Resource: "graphql", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "resource graphql"},
 		},
 		{
 			name:   "GraphQL joined errors with paths",
 			exit:   1,
 			stderr: "GraphQL: Could not resolve to a Repository with the name 'acme/x'. (repository), API rate limit exceeded for user ID 1234567. (viewer)",
-			want:   want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown, reason: "resource graphql"},
+			want:   want{Class: provider.ClassQuota, Resource: "graphql", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "resource graphql"},
 		},
 		{
 			name:   "GraphQL secondary",
 			exit:   1,
 			stderr: "GraphQL: " + msgSecondary,
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "secondary rate limit message; no retry-after"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "secondary rate limit message; no retry-after"},
 		},
 		// gh api: gh: <message> (HTTP <status>) and the JSON body on stdout.
 		{
@@ -102,40 +104,40 @@ func TestClassifyCLI(t *testing.T) {
 			exit:   1,
 			stdout: restBody(msgSecondary, "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"),
 			stderr: "gh: " + msgSecondary + " (HTTP 403)\n",
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "gh: HTTP 403 with secondary rate limit message; no retry-after"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "gh: HTTP 403 with secondary rate limit message; no retry-after"},
 		},
 		{
 			name:   "gh api content creation secondary",
 			exit:   1,
 			stderr: "gh: " + msgSecondaryCreation + " (HTTP 403)",
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "secondary rate limit message"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "secondary rate limit message"},
 		},
 		{
 			name:   "gh api legacy abuse detection",
 			exit:   1,
 			stderr: "gh: " + msgAbuse + " (HTTP 403)",
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "abuse detection message"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "abuse detection message"},
 		},
 		{
 			name:   "gh api secondary known only from documentation_url",
 			exit:   1,
 			stdout: restBody("Forbidden", "https://developer.github.com/v3/#abuse-rate-limits"),
 			stderr: "gh: Forbidden (HTTP 403)",
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "#abuse-rate-limits"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "#abuse-rate-limits"},
 		},
 		{
 			name:   "gh api primary, JSON body on stdout",
 			exit:   1,
 			stdout: restBody(msgPrimaryUser, docPrimary),
 			stderr: "gh: " + msgPrimaryUser + " (HTTP 403)",
-			want:   want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "reset unknown"},
+			want:   want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "reset unknown"},
 		},
 		{
 			name:   "gh api graphql RATE_LIMITED body",
 			exit:   1,
 			stdout: `{"data":null,"errors":[{"type":"RATE_LIMITED","message":"` + msgPrimaryUser + `"}]}`,
 			stderr: "gh: " + msgPrimaryUser,
-			want:   want{class: provider.ClassQuota, resource: "graphql", retryAfter: -1, remaining: unknown, limit: unknown, reason: "GraphQL error type RATE_LIMITED"},
+			want:   want{Class: provider.ClassQuota, Resource: "graphql", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "GraphQL error type RATE_LIMITED"},
 		},
 		// gh api -i: header lines on stdout give the reset.
 		{
@@ -151,8 +153,9 @@ func TestClassifyCLI(t *testing.T) {
 				"X-Ratelimit-Used", "5000",
 			}, restBody(msgPrimaryUser, docPrimary)),
 			stderr: "gh: " + msgPrimaryUser + " (HTTP 403)",
-			want: want{class: provider.ClassQuota, resource: "core", resetAt: now.Add(25 * time.Minute), retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "403 with x-ratelimit-remaining: 0 (resource core)", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "core", ResetAt: now.Add(25 * time.Minute), RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "403 with x-ratelimit-remaining: 0 (resource core)", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "gh api -i graphql 200 with RATE_LIMITED",
@@ -163,8 +166,9 @@ func TestClassifyCLI(t *testing.T) {
 				"X-Ratelimit-Reset", epoch(reset), "X-Ratelimit-Resource", "graphql",
 			}, `{"errors":[{"type":"RATE_LIMITED","message":"`+msgPrimaryUser+`"}]}`),
 			stderr: "gh: " + msgPrimaryUser,
-			want: want{class: provider.ClassQuota, resource: "graphql", resetAt: reset, retryAfter: -1, remaining: 0, limit: 5000,
-				reason: "GraphQL error type RATE_LIMITED", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "graphql", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: 5000,
+				Reason: "GraphQL error type RATE_LIMITED", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		{
 			name: "gh api -i secondary with Retry-After, coloured",
@@ -173,8 +177,8 @@ func TestClassifyCLI(t *testing.T) {
 				"\x1b[1;34mRetry-After\x1b[m: 60\r\n\x1b[1;34mX-Ratelimit-Remaining\x1b[m: 4990\r\n" +
 				"\x1b[1;34mX-Ratelimit-Reset\x1b[m: " + epoch(reset) + "\r\n\r\n" + restBody(msgSecondary, ""),
 			stderr: "gh: " + msgSecondary + " (HTTP 403)",
-			want: want{class: provider.ClassSecondary, resource: "core", retryAfter: time.Minute, remaining: 4990, limit: unknown,
-				reason: "retry-after 1m0s", obs: 1},
+			want: want{Class: provider.ClassSecondary, Resource: "core", RetryAfter: time.Minute, Remaining: 4990, Limit: unknown,
+				Reason: "retry-after 1m0s", Obs: 1},
 		},
 		{
 			name: "gh api -i secondary with a long Retry-After is quota",
@@ -182,90 +186,91 @@ func TestClassifyCLI(t *testing.T) {
 			stdout: ghInclude("429 Too Many Requests", []string{"Retry-After", "900"},
 				restBody(msgSecondary, "")),
 			stderr: "gh: " + msgSecondary + " (HTTP 429)",
-			want: want{class: provider.ClassQuota, resetAt: now.Add(15 * time.Minute), retryAfter: 15 * time.Minute, remaining: unknown, limit: unknown,
-				reason: "over 5m0s: quota"},
+			want: want{Class: provider.ClassQuota, ResetAt: now.Add(15 * time.Minute), RetryAfter: 15 * time.Minute, Remaining: unknown, Limit: unknown,
+				Reason: "over 5m0s: quota"},
 		},
 		{
 			name:   "gh api -i paginated: the last block counts",
 			exit:   1,
 			stdout: ghInclude("200 OK", []string{"X-Ratelimit-Remaining", "1", "X-Ratelimit-Reset", epoch(reset)}, "[]") + "\n" + ghInclude("403 Forbidden", []string{"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", epoch(reset)}, restBody(msgPrimaryUser, "")),
 			stderr: "gh: " + msgPrimaryUser + " (HTTP 403)",
-			want: want{class: provider.ClassQuota, resource: "core", resetAt: reset, retryAfter: -1, remaining: 0, limit: unknown,
-				reason: "403 with x-ratelimit-remaining: 0", obs: 1, obsCause: quota.CauseExhausted},
+			want: want{Class: provider.ClassQuota, Resource: "core", ResetAt: reset, RetryAfter: -1, Remaining: 0, Limit: unknown,
+				Reason: "403 with x-ratelimit-remaining: 0", Obs: 1},
+			obsCause: quota.CauseExhausted,
 		},
 		// auth.
 		{
 			name:   "HTTP 401 Bad credentials",
 			exit:   1,
 			stderr: "HTTP 401: Bad credentials (https://api.github.com/graphql)\nTry authenticating with:  gh auth login",
-			want:   want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 401"},
+			want:   want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 401"},
 		},
 		{
 			name:   "gh api 401",
 			exit:   1,
 			stderr: "gh: Bad credentials (HTTP 401)",
-			want:   want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 401"},
+			want:   want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 401"},
 		},
 		{
 			name:   "Bad credentials text alone",
 			exit:   1,
 			stderr: "error: Bad credentials",
-			want:   want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "bad credentials"},
+			want:   want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "bad credentials"},
 		},
 		{
 			name:   "exit 4 no credentials",
 			exit:   4,
 			stderr: "To get started with GitHub CLI, please run:  gh auth login\nAlternatively, populate the GH_TOKEN environment variable with a GitHub API authentication token.",
-			want:   want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "exit 4"},
+			want:   want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "exit 4"},
 		},
 		{
 			name:   "gh auth login hint with exit 1",
 			exit:   1,
 			stderr: "You are not logged into any GitHub hosts. To log in, run: gh auth login",
-			want:   want{class: provider.ClassAuth, retryAfter: -1, remaining: unknown, limit: unknown, reason: "gh auth login"},
+			want:   want{Class: provider.ClassAuth, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "gh auth login"},
 		},
 		// transient.
 		{
 			name:   "HTTP 502",
 			exit:   1,
 			stderr: "HTTP 502: Bad Gateway (https://api.github.com/graphql)",
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 502"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 502"},
 		},
 		{
 			name:   "gh api bare HTTP 503",
 			exit:   1,
 			stderr: "gh: HTTP 503",
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "HTTP 503"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "HTTP 503"},
 		},
 		{
 			name:   "connection refused",
 			exit:   1,
 			stderr: `Post "https://api.github.com/graphql": dial tcp 140.82.112.6:443: connect: connection refused`,
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "connection refused"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "connection refused"},
 		},
 		{
 			name:   "i/o timeout",
 			exit:   1,
 			stderr: `Get "https://api.github.com/user": dial tcp: lookup api.github.com: i/o timeout`,
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "i/o timeout"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "i/o timeout"},
 		},
 		{
 			name:   "TLS handshake timeout",
 			exit:   1,
 			stderr: `Post "https://api.github.com/graphql": net/http: TLS handshake timeout`,
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "tls handshake timeout"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "tls handshake timeout"},
 		},
 		{
 			name:   "connection reset",
 			exit:   1,
 			stderr: `Post "https://api.github.com/graphql": read tcp 10.0.0.2:5555->140.82.112.6:443: read: connection reset by peer`,
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "connection reset"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "connection reset"},
 		},
 		{
 			name:   "gh cannot connect",
 			exit:   1,
 			stderr: "error connecting to api.github.com\ncheck your internet connection or https://githubstatus.com",
-			want:   want{class: provider.ClassTransient, retryAfter: -1, remaining: unknown, limit: unknown, reason: "error connecting to"},
+			want:   want{Class: provider.ClassTransient, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "error connecting to"},
 		},
 		// permanent.
 		{
@@ -273,74 +278,74 @@ func TestClassifyCLI(t *testing.T) {
 			exit:   1,
 			stdout: ghInclude("200 OK", []string{"X-Ratelimit-Remaining", "4000", "X-Ratelimit-Reset", epoch(reset)}, "{}"),
 			stderr: "failed to parse jq expression",
-			want:   want{class: provider.ClassPermanent, resource: "core", retryAfter: -1, remaining: 4000, limit: unknown, reason: "exit 1: failed to parse jq expression", obs: 1},
+			want:   want{Class: provider.ClassPermanent, Resource: "core", RetryAfter: -1, Remaining: 4000, Limit: unknown, Reason: "exit 1: failed to parse jq expression", Obs: 1},
 		},
 		{
 			name:   "HTTP 501",
 			exit:   1,
 			stderr: "HTTP 501: Not Implemented (https://api.github.com/x)",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "501"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "501"},
 		},
 		{
 			name:   "exit 2 cancelled",
 			exit:   2,
 			stderr: "",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "cancelled"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "cancelled"},
 		},
 		{
 			name:   "404",
 			exit:   1,
 			stderr: "HTTP 404: Not Found (https://api.github.com/repos/acme/x)",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "gh: 404: Not Found"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "gh: 404: Not Found"},
 		},
 		{
 			name:   "403 integration permissions",
 			exit:   1,
 			stderr: "HTTP 403: " + msgIntegration + " (https://api.github.com/repos/acme/app/issues)\nThis API operation needs the \"admin:org\" scope. To request it, run:  gh auth refresh -h github.com -s admin:org",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "Resource not accessible by integration"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "Resource not accessible by integration"},
 		},
 		{
 			name:   "bare HTTP 429 is secondary",
 			exit:   1,
 			stderr: "HTTP 429 (https://api.github.com/repos/acme/app)",
-			want:   want{class: provider.ClassSecondary, retryAfter: -1, remaining: unknown, limit: unknown, reason: "429 without a rate-limit message"},
+			want:   want{Class: provider.ClassSecondary, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "429 without a rate-limit message"},
 		},
 		{
 			name:   "rate-limit words in the command's own stdout are not evidence",
 			exit:   1,
 			stdout: "#12  API rate limit exceeded for user ID 1 in CI  bug\n",
 			stderr: "HTTP 404: Not Found (https://api.github.com/repos/acme/app/issues/13)",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "404"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "404"},
 		},
 		{
 			name:   "unknown failure",
 			exit:   1,
 			stderr: "could not find pull request",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "exit 1: could not find pull request"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "exit 1: could not find pull request"},
 		},
 		{
 			name: "empty output",
 			exit: 1,
-			want: want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "exit 1"},
+			want: want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "exit 1"},
 		},
 		{
 			name:   "only the last 64 KiB of stderr is scanned",
 			exit:   1,
 			stderr: "GraphQL: " + msgGraphQLAlready + "\n" + strings.Repeat("noise\n", 20000) + "HTTP 404: Not Found (https://api.github.com/x)",
-			want:   want{class: provider.ClassPermanent, retryAfter: -1, remaining: unknown, limit: unknown, reason: "404"},
+			want:   want{Class: provider.ClassPermanent, RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "404"},
 		},
 		{
 			name:   "message after megabytes of noise",
 			exit:   1,
 			stderr: strings.Repeat("x", 1<<20) + "\nHTTP 403: " + msgPrimaryUser + " (https://api.github.com/user)",
-			want:   want{class: provider.ClassQuota, resource: "core", retryAfter: -1, remaining: unknown, limit: unknown, reason: "rate limit exceeded"},
+			want:   want{Class: provider.ClassQuota, Resource: "core", RetryAfter: -1, Remaining: unknown, Limit: unknown, Reason: "rate limit exceeded"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := ClassifyCLI(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now)
-			check(t, got, tt.want)
+			check(t, got, tt.want, tt.obsCause)
 		})
 	}
 }

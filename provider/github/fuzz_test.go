@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"net/textproto"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/resetcheck"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -108,18 +108,6 @@ func checkState(s quota.State, input string, now time.Time) error {
 	return nil
 }
 
-// parseHeaderText turns "Name: value" lines into a header.
-func parseHeaderText(text string) http.Header {
-	h := http.Header{}
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
-		if ok && k != "" {
-			h.Add(textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(k)), strings.TrimSpace(v))
-		}
-	}
-	return h
-}
-
 func FuzzClassifyHTTP(f *testing.F) {
 	date := "Date: " + httpDate(now) + "\n"
 	skewed := "Date: " + httpDate(now.Add(-time.Hour)) + "\n"
@@ -156,7 +144,7 @@ func FuzzClassifyHTTP(f *testing.F) {
 			code = -code
 		}
 		code = 100 + code%500
-		resp := &http.Response{StatusCode: code, Header: parseHeaderText(hdr)}
+		resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
 		out := ClassifyHTTP(resp, body, now)
 		if err := checkOutcome(out, hdr, now); err != nil {
 			t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)

@@ -1,28 +1,19 @@
 package github
 
 import (
-	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/layoverhq/layover/provider/internal/providertest"
 )
 
-// now is the test clock: 2026-08-05 12:00:00 UTC.
-var now = time.Date(2026, 8, 5, 12, 0, 0, 0, time.UTC)
-
-// epoch renders t as GitHub's x-ratelimit-reset.
-func epoch(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
-
-// httpDate renders t as a Date header.
-func httpDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
-
-// response builds a response with status code and header name/value pairs.
-func response(code int, kv ...string) *http.Response {
-	h := http.Header{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		h.Add(kv[i], kv[i+1])
-	}
-	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + http.StatusText(code), Header: h}
-}
+// The shared test clock and builders (see providertest).
+var (
+	now      = providertest.Now
+	epoch    = providertest.Epoch
+	httpDate = providertest.HTTPDate
+	response = providertest.Response
+)
 
 // limits returns the Date (= now) and x-ratelimit-* pairs of a response.
 func limits(limit, remaining int, reset time.Time, resource string) []string {
@@ -37,12 +28,4 @@ func limits(limit, remaining int, reset time.Time, resource string) []string {
 		kv = append(kv, "X-RateLimit-Resource", resource)
 	}
 	return kv
-}
-
-func join(parts ...[]string) []string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
 }
