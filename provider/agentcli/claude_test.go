@@ -80,14 +80,8 @@ func TestClassifyClaudeCode(t *testing.T) {
 	ny := zone(t, "America/New_York")
 	reset := now.Add(4 * time.Hour) // resetsAt of the rate_limit_events
 	rs := reset.Unix()
-	tests := []struct {
-		name   string
-		exit   int
-		stdout string
-		stderr string
-		loc    *time.Location // nil: New York
-		want   want
-	}{
+	// A case without a loc is read in New York.
+	tests := []cliCase{
 		// Exit 0 is ok whatever was printed.
 		{
 			name:   "exit 0 with a rejected event and a limit text is ok",
@@ -365,17 +359,7 @@ func TestClassifyClaudeCode(t *testing.T) {
 			want:   want{class: provider.ClassPermanent, retryAfter: -1, reason: "exit 1"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			loc := tt.loc
-			if loc == nil {
-				loc = ny
-			}
-			got := ClassifyClaudeCode(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, loc)
-			checkWant(t, got, ProviderClaudeCode, tt.want, tt.stdout+"\n"+tt.stderr, loc)
-		})
-	}
+	runCases(t, tests, ClassifyClaudeCode, ProviderClaudeCode, ny)
 }
 
 func TestClaudeCodeObservations(t *testing.T) {

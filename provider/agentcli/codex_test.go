@@ -38,12 +38,7 @@ func TestClassifyCodex(t *testing.T) {
 	t.Parallel()
 	ny := zone(t, "America/New_York")
 	resetsAt := now.Add(150 * time.Minute)
-	tests := []struct {
-		name           string
-		exit           int
-		stdout, stderr string
-		want           want
-	}{
+	tests := []cliCase{
 		{
 			name:   "exit 0 is ok",
 			exit:   0,
@@ -216,11 +211,5 @@ func TestClassifyCodex(t *testing.T) {
 			want: want{class: provider.ClassPermanent, retryAfter: -1, reason: "exit 1"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := ClassifyCodex(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, ny)
-			checkWant(t, got, ProviderCodex, tt.want, tt.stdout+"\n"+tt.stderr, ny)
-		})
-	}
+	runCases(t, tests, ClassifyCodex, ProviderCodex, ny)
 }

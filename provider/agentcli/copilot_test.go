@@ -23,12 +23,7 @@ const (
 
 func TestClassifyCopilot(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name           string
-		exit           int
-		stdout, stderr string
-		want           want
-	}{
+	tests := []cliCase{
 		{
 			name:   "exit 0 after the premium fallback notice is ok",
 			exit:   0,
@@ -113,11 +108,5 @@ func TestClassifyCopilot(t *testing.T) {
 			want: want{class: provider.ClassPermanent, retryAfter: -1, reason: "exit 1"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := ClassifyCopilot(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, time.UTC)
-			checkWant(t, got, ProviderCopilot, tt.want, tt.stdout+"\n"+tt.stderr, time.UTC)
-		})
-	}
+	runCases(t, tests, ClassifyCopilot, ProviderCopilot, time.UTC)
 }

@@ -51,12 +51,7 @@ func TestClassifyGeminiCLI(t *testing.T) {
 		"quotaId":         "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
 		"quotaDimensions": map[string]any{"location": "global", "model": "gemini-2.5-pro"}, "quotaValue": "100"}}}
 	retry26 := map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "26s"}
-	tests := []struct {
-		name           string
-		exit           int
-		stdout, stderr string
-		want           want
-	}{
+	tests := []cliCase{
 		{
 			name:   "exit 0 is ok",
 			exit:   0,
@@ -194,11 +189,5 @@ func TestClassifyGeminiCLI(t *testing.T) {
 			want: want{class: provider.ClassPermanent, retryAfter: -1, reason: "cancelled"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := ClassifyGeminiCLI(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, ny)
-			checkWant(t, got, ProviderGeminiCLI, tt.want, tt.stdout+"\n"+tt.stderr, ny)
-		})
-	}
+	runCases(t, tests, ClassifyGeminiCLI, ProviderGeminiCLI, ny)
 }

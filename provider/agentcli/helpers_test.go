@@ -99,3 +99,30 @@ func oracle(out provider.Outcome, p, input string, loc *time.Location) error {
 
 // epoch renders t as epoch seconds.
 func epoch(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// cliCase is one finished run of a table test and what its outcome must be.
+type cliCase struct {
+	name           string
+	exit           int
+	stdout, stderr string
+	loc            *time.Location // nil: the table's zone
+	want           want
+}
+
+// runCases runs each case as a parallel subtest: classify reads the run at
+// now, in the case's zone or else loc, and checkWant checks the outcome
+// against provider p.
+func runCases(t *testing.T, tests []cliCase, classify func(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome, p string, loc *time.Location) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			loc := loc
+			if tt.loc != nil {
+				loc = tt.loc
+			}
+			got := classify(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, loc)
+			checkWant(t, got, p, tt.want, tt.stdout+"\n"+tt.stderr, loc)
+		})
+	}
+}

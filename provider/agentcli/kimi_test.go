@@ -23,12 +23,7 @@ const (
 
 func TestClassifyKimi(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name           string
-		exit           int
-		stdout, stderr string
-		want           want
-	}{
+	tests := []cliCase{
 		{
 			name:   "exit 0 is ok",
 			exit:   0,
@@ -130,13 +125,7 @@ func TestClassifyKimi(t *testing.T) {
 			want: want{class: provider.ClassPermanent, retryAfter: -1, reason: "exit 1"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got := ClassifyKimi(tt.exit, []byte(tt.stdout), []byte(tt.stderr), now, time.UTC)
-			checkWant(t, got, ProviderKimi, tt.want, tt.stdout+"\n"+tt.stderr, time.UTC)
-		})
-	}
+	runCases(t, tests, ClassifyKimi, ProviderKimi, time.UTC)
 }
 
 // wrap80 wraps s at spaces to lines of at most 80 bytes, as rich does
