@@ -215,7 +215,7 @@ func (c *classifier) classify(out provider.Outcome, status int, label string, e 
 		out.Reason = label + " (service overload, not a quota)"
 	case status == http.StatusUnauthorized || e.typ == "authentication_error":
 		out.Class = provider.ClassAuth
-		out.Reason = c.withMessage(label, e)
+		out.Reason = llm.WithMessage(label, e.message)
 	case e.code == "enforced_spend_limit_reached" || strings.Contains(lower, "enforced_spend_limit_reached"):
 		out.Class, out.Resource = provider.ClassQuota, ResourceSpend
 		out.Reason = label + " enforced_spend_limit_reached (monthly spend cap)"
@@ -243,30 +243,19 @@ func (c *classifier) classify(out provider.Outcome, status int, label string, e 
 		out.Reason += ", reset unknown"
 	case status == http.StatusPaymentRequired || e.typ == "billing_error" || strings.Contains(lower, "credit balance is too low"):
 		out.Class, out.Resource = provider.ClassQuota, ResourceBilling
-		out.Reason = c.withMessage(label+" (billing)", e) + ", reset unknown"
+		out.Reason = llm.WithMessage(label+" (billing)", e.message) + ", reset unknown"
 	case status == http.StatusRequestEntityTooLarge || e.typ == "request_too_large":
 		out.Class = provider.ClassPermanent
 		out.Reason = label + " (request too large: never succeeds as sent)"
 	case status == http.StatusTooManyRequests || e.typ == "rate_limit_error":
 		return c.throttle(out, label, e)
 	default:
-		out.Class = llm.StatusClass(status)
-		if out.Class == provider.ClassOK {
-			// An error object in a 2xx whose status mapping is a
-			// success cannot happen (unknown types map to 500).
-			out.Class = provider.ClassTransient
-		}
-		out.Reason = c.withMessage(label, e)
+		// An error object in a 2xx whose status mapping is a success
+		// cannot happen (unknown types map to 500).
+		out.Class = llm.ErrorClass(status)
+		out.Reason = llm.WithMessage(label, e.message)
 	}
 	return out
-}
-
-// withMessage appends an excerpt of the error's message to label.
-func (c *classifier) withMessage(label string, e apiError) string {
-	if m := strings.TrimSpace(e.message); m != "" {
-		return label + ": " + llm.Excerpt(m, llm.MaxReasonMessage)
-	}
-	return label
 }
 
 // statedRegain parses "regain access on YYYY-MM-DD at HH:MM UTC" from a

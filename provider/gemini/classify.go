@@ -123,7 +123,7 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 		out.Reason = label + " VALIDATION_REQUIRED (an account action, not a quota)"
 	case status == http.StatusUnauthorized || e.status == "UNAUTHENTICATED" || e.hasReason("API_KEY_INVALID"):
 		out.Class = provider.ClassAuth
-		out.Reason = withMessage(label, e)
+		out.Reason = llm.WithMessage(label, e.message)
 	case e.hasReason("INSUFFICIENT_G1_CREDITS_BALANCE"):
 		out.Class, out.Resource = provider.ClassQuota, ResourceBilling
 		out.Reason = label + " INSUFFICIENT_G1_CREDITS_BALANCE (billing), reset unknown"
@@ -132,29 +132,18 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 		out.Reason = label + " model capacity exhausted (overload, not a quota)"
 	case status == http.StatusServiceUnavailable || e.status == "UNAVAILABLE":
 		out.Class = provider.ClassTransient
-		out.Reason = withMessage(label+" (overload)", e)
+		out.Reason = llm.WithMessage(label+" (overload)", e.message)
 	case status == http.StatusTooManyRequests || e.status == "RESOURCE_EXHAUSTED" ||
 		status == 499 && (len(e.violations) > 0 || e.hasReason("RATE_LIMIT_EXCEEDED") || e.hasReason("QUOTA_EXHAUSTED")):
 		return exhausted(out, label, e, h, date, now)
 	case status == 499:
 		out.Class = provider.ClassTransient
-		out.Reason = withMessage(label+" (cancelled)", e)
+		out.Reason = llm.WithMessage(label+" (cancelled)", e.message)
 	default:
-		out.Class = llm.StatusClass(status)
-		if out.Class == provider.ClassOK {
-			out.Class = provider.ClassTransient
-		}
-		out.Reason = withMessage(label, e)
+		out.Class = llm.ErrorClass(status)
+		out.Reason = llm.WithMessage(label, e.message)
 	}
 	return out
-}
-
-// withMessage appends an excerpt of the error's message to label.
-func withMessage(label string, e apiError) string {
-	if m := strings.TrimSpace(e.message); m != "" {
-		return label + ": " + llm.Excerpt(m, llm.MaxReasonMessage)
-	}
-	return label
 }
 
 // exhausted classifies a RESOURCE_EXHAUSTED error.

@@ -242,7 +242,7 @@ func (c *classifier) classify(out provider.Outcome, status int, label string, e 
 		out.Reason = label + " (overload, not a quota)"
 	case status == http.StatusUnauthorized || is("invalid_api_key"):
 		out.Class = provider.ClassAuth
-		out.Reason = withMessage(label, e)
+		out.Reason = llm.WithMessage(label, e.message)
 	case spendCodes[e.code] != "" || spendCodes[e.typ] != "":
 		res := spendCodes[e.code]
 		if res == "" {
@@ -255,31 +255,20 @@ func (c *classifier) classify(out provider.Outcome, status int, label string, e 
 		out.Reason = label + " (insufficient quota: plan and billing), reset unknown"
 	case status == http.StatusPaymentRequired:
 		out.Class, out.Resource = provider.ClassQuota, ResourceBilling
-		out.Reason = withMessage(label+" (billing)", e) + ", reset unknown"
+		out.Reason = llm.WithMessage(label+" (billing)", e.message) + ", reset unknown"
 	case status == http.StatusForbidden && strings.Contains(lower, "quota") && strings.Contains(lower, "exceeded"):
 		out.Class, out.Resource = provider.ClassQuota, ResourceBilling
-		out.Reason = withMessage(label+" (quota)", e) + ", reset unknown"
+		out.Reason = llm.WithMessage(label+" (quota)", e.message) + ", reset unknown"
 	case strings.Contains(lower, "request too large") || status == http.StatusRequestEntityTooLarge:
 		out.Class = provider.ClassPermanent
 		out.Reason = label + " (request too large: never succeeds as sent)"
 	case status == http.StatusTooManyRequests || rateTypes[e.code] || rateTypes[e.typ]:
 		return c.throttle(out, label, e)
 	default:
-		out.Class = llm.StatusClass(status)
-		if out.Class == provider.ClassOK {
-			out.Class = provider.ClassTransient
-		}
-		out.Reason = withMessage(label, e)
+		out.Class = llm.ErrorClass(status)
+		out.Reason = llm.WithMessage(label, e.message)
 	}
 	return out
-}
-
-// withMessage appends an excerpt of the error's message to label.
-func withMessage(label string, e apiError) string {
-	if m := strings.TrimSpace(e.message); m != "" {
-		return label + ": " + llm.Excerpt(m, llm.MaxReasonMessage)
-	}
-	return label
 }
 
 // dimension returns the limit an error names: "requests", "tokens" or

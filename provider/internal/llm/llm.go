@@ -297,6 +297,16 @@ func Excerpt(s string, n int) string {
 	return b.String()
 }
 
+// WithMessage appends to label an excerpt of a server message (one line,
+// at most MaxReasonMessage runes): "label: message". A blank message
+// leaves label as it is.
+func WithMessage(label, message string) string {
+	if m := strings.TrimSpace(message); m != "" {
+		return label + ": " + Excerpt(m, MaxReasonMessage)
+	}
+	return label
+}
+
 // Wait makes out a throttle with a stated wait d: secondary with RetryAfter
 // d, or, when d is over quota.ThrottleQuotaCutoff, quota with ResetAt = now
 // + d (DESIGN.md: a throttle whose stated wait is over 5 minutes is quota).
@@ -445,4 +455,15 @@ func StatusClass(code int) provider.Class {
 		return provider.ClassTransient
 	}
 	return provider.ClassPermanent
+}
+
+// ErrorClass is the class of an error response that no rule of the
+// provider's decided: StatusClass of its status, except that a success
+// status (an error found inside a 2xx whose status mapping is a success)
+// is transient.
+func ErrorClass(status int) provider.Class {
+	if c := StatusClass(status); c != provider.ClassOK {
+		return c
+	}
+	return provider.ClassTransient
 }
