@@ -424,7 +424,9 @@ func (h *Host) heartbeat(ctx context.Context) {
 			return
 		case <-lapse:
 		case <-tick:
-			r := renewal{held: h.held(), at: now, reply: make(chan renewal, 1)}
+			// The time the leases are renewed from is read now, after the
+			// wait: leases run from it.
+			r := renewal{held: h.held(), at: h.cfg.Clock.Now(), reply: make(chan renewal, 1)}
 			inflight = r.reply
 			go func() {
 				r.err = h.st.HostHeartbeat(ctx, h.cfg.ID, r.at)
