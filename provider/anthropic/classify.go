@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,9 +14,6 @@ import (
 	"github.com/layoverhq/layover/provider/resetparse"
 	"github.com/layoverhq/layover/quota"
 )
-
-// maxScan is how much of a non-JSON error body is kept as its message.
-const maxScan = 64 << 10
 
 // statusOfType is the HTTP status Anthropic documents for each error type;
 // an error event inside a 200 stream is classified as if it had come with
@@ -54,9 +50,6 @@ type apiError struct {
 	typ     string // error.type
 	message string // error.message
 	code    string // error.details.error_code
-	// inSuccess names where an error in a 2xx response was found ("a
-	// stream error event", "an error body"); "" for other statuses.
-	inSuccess string
 }
 
 // parseError reads {"type":"error","error":{"type","message","details":
@@ -84,48 +77,8 @@ func parseError(obj map[string]json.RawMessage) (apiError, bool) {
 	return e, true
 }
 
-// findError returns the error a response carries: for a 2xx, an error event
-// of its event stream or an error object as its body; otherwise the body's
-// error object, or the body's text when it is not JSON.
-func findError(h http.Header, body []byte, success bool) (apiError, bool) {
-	if success {
-		if llm.IsEventStream(h, body) {
-			for _, ev := range llm.ErrorEvents(body) {
-				if obj := llm.Object(ev.Data); obj != nil {
-					if e, ok := parseError(obj); ok {
-						e.inSuccess = "a stream error event"
-						return e, true
-					}
-					continue
-				}
-				if ev.Name == "error" {
-					return apiError{message: string(ev.Data), inSuccess: "a stream error event"}, true
-				}
-			}
-			return apiError{}, false
-		}
-		if !bytes.Contains(body, []byte(`"error"`)) {
-			return apiError{}, false
-		}
-		if obj := llm.Object(body); obj != nil {
-			if e, ok := parseError(obj); ok {
-				e.inSuccess = "an error body"
-				return e, true
-			}
-		}
-		return apiError{}, false
-	}
-	if obj := llm.Object(body); obj != nil {
-		return parseError(obj)
-	}
-	if t := llm.TrimBody(body); len(t) > 0 {
-		if len(t) > maxScan {
-			t = t[:maxScan]
-		}
-		return apiError{message: string(t)}, true
-	}
-	return apiError{}, false
-}
+// textError is the error of a body or stream event that is bare text.
+func textError(text string) apiError { return apiError{message: text} }
 
 // ClassifyHTTP classifies one Anthropic Messages API response, received at
 // now, whose body (already read; may be nil) is body. It never panics.
@@ -178,7 +131,7 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 	out.Observations = c.obs
 	code := resp.StatusCode
 	success := code >= 200 && code < 300 || code == http.StatusNotModified
-	e, found := findError(c.h, body, success)
+	e, where, found := llm.FindError(c.h, body, success, parseError, parseError, textError)
 	if success && !found {
 		out.Class = provider.ClassOK
 		out.Reason = fmt.Sprintf("HTTP %d", code)
@@ -186,12 +139,12 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 	}
 	status := code
 	label := fmt.Sprintf("%d", code)
-	if e.inSuccess != "" {
+	if where != "" {
 		status = http.StatusInternalServerError
 		if s, ok := statusOfType[e.typ]; ok {
 			status = s
 		}
-		label = fmt.Sprintf("%d with %s", code, e.inSuccess)
+		label = fmt.Sprintf("%d with %s", code, where)
 	}
 	if e.typ != "" {
 		label += " " + e.typ

@@ -15,9 +15,6 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// maxScan is how much of a non-JSON error body is kept as its message.
-const maxScan = 64 << 10
-
 // violation is one QuotaFailure violation.
 type violation struct {
 	metric, id, model string
@@ -159,7 +156,7 @@ func findError(h http.Header, body []byte, success bool) (apiError, bool) {
 		if llm.IsEventStream(h, body) {
 			for _, ev := range llm.ErrorEvents(body) {
 				if e, ok := errorIn(ev.Data); ok {
-					e.inSuccess = "a stream error event"
+					e.inSuccess = llm.InStreamEvent
 					return e, true
 				}
 			}
@@ -169,7 +166,7 @@ func findError(h http.Header, body []byte, success bool) (apiError, bool) {
 			return apiError{}, false
 		}
 		if e, ok := errorIn(body); ok {
-			e.inSuccess = "an error body"
+			e.inSuccess = llm.InErrorBody
 			return e, true
 		}
 		return apiError{}, false
@@ -179,8 +176,8 @@ func findError(h http.Header, body []byte, success bool) (apiError, bool) {
 		return errorIn(t)
 	}
 	if len(t) > 0 {
-		if len(t) > maxScan {
-			t = t[:maxScan]
+		if len(t) > llm.MaxErrorText {
+			t = t[:llm.MaxErrorText]
 		}
 		return apiError{message: string(t), infoValue: quota.Unknown}, true
 	}

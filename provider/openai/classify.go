@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,9 +15,6 @@ import (
 	"github.com/layoverhq/layover/provider/resetparse"
 	"github.com/layoverhq/layover/quota"
 )
-
-// maxScan is how much of a non-JSON error body is kept as its message.
-const maxScan = 64 << 10
 
 // spendCodes are the error codes of a spend limit (ResourceSpend) or an
 // exhausted balance (ResourceBilling). credit_balance_exhausted is
@@ -59,9 +55,6 @@ var (
 // apiError is the error of a body or of a stream's error event.
 type apiError struct {
 	typ, code, message string
-	// inSuccess names where an error in a 2xx response was found; "" for
-	// other statuses.
-	inSuccess string
 }
 
 // parseError reads an error from a decoded object: {"error":{"message",
@@ -96,50 +89,17 @@ func parseError(obj map[string]json.RawMessage) (apiError, bool) {
 	return apiError{}, false
 }
 
-// findError returns the error a response carries: for a 2xx, an error event
-// of its event stream or an error object as its body; otherwise the body's
-// error object, or the body's text when it is not JSON.
-func findError(h http.Header, body []byte, success bool) (apiError, bool) {
-	if success {
-		if llm.IsEventStream(h, body) {
-			for _, ev := range llm.ErrorEvents(body) {
-				if obj := llm.Object(ev.Data); obj != nil {
-					if e, ok := parseError(obj); ok {
-						e.inSuccess = "a stream error event"
-						return e, true
-					}
-					continue
-				}
-				if ev.Name == "error" {
-					return apiError{message: string(ev.Data), inSuccess: "a stream error event"}, true
-				}
-			}
-			return apiError{}, false
-		}
-		if !bytes.Contains(body, []byte(`"error"`)) {
-			return apiError{}, false
-		}
-		if obj := llm.Object(body); obj != nil {
-			if inner := llm.Object(obj["error"]); inner != nil {
-				if e, ok := parseError(obj); ok {
-					e.inSuccess = "an error body"
-					return e, true
-				}
-			}
-		}
+// bodyError reads the error of a 2xx body: only the {"error":{…}} form
+// counts there.
+func bodyError(obj map[string]json.RawMessage) (apiError, bool) {
+	if llm.Object(obj["error"]) == nil {
 		return apiError{}, false
 	}
-	if obj := llm.Object(body); obj != nil {
-		return parseError(obj)
-	}
-	if t := llm.TrimBody(body); len(t) > 0 {
-		if len(t) > maxScan {
-			t = t[:maxScan]
-		}
-		return apiError{message: string(t)}, true
-	}
-	return apiError{}, false
+	return parseError(obj)
 }
+
+// textError is the error of a body or stream event that is bare text.
+func textError(text string) apiError { return apiError{message: text} }
 
 // statusOf is the status an error found in a 2xx response implies.
 func statusOf(e apiError) int {
@@ -204,7 +164,7 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 	out.Observations = c.obs
 	code := resp.StatusCode
 	success := code >= 200 && code < 300 || code == http.StatusNotModified
-	e, found := findError(c.h, body, success)
+	e, where, found := llm.FindError(c.h, body, success, parseError, bodyError, textError)
 	if success && !found {
 		out.Class = provider.ClassOK
 		out.Reason = fmt.Sprintf("HTTP %d", code)
@@ -212,9 +172,9 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 	}
 	status := code
 	label := fmt.Sprintf("%d", code)
-	if e.inSuccess != "" {
+	if where != "" {
 		status = statusOf(e)
-		label = fmt.Sprintf("%d with %s", code, e.inSuccess)
+		label = fmt.Sprintf("%d with %s", code, where)
 	}
 	switch {
 	case e.code != "" && e.code != e.typ:

@@ -26,6 +26,9 @@ const (
 	MaxStream = 8 << 20
 	// MaxReasonMessage is how much of a server message a Reason quotes.
 	MaxReasonMessage = 80
+	// MaxErrorText is how much of a non-JSON error body is kept as its
+	// message.
+	MaxErrorText = 64 << 10
 	// maxPrincipal bounds an organisation id.
 	maxPrincipal = 128
 )
@@ -266,6 +269,69 @@ func ErrorEvents(body []byte) []Event {
 	}
 	flush()
 	return out
+}
+
+// Where an error inside a 2xx response was found, as FindError returns
+// it and a Reason names it ("200 with a stream error event …").
+const (
+	InStreamEvent = "a stream error event"
+	InErrorBody   = "an error body"
+)
+
+// FindError returns the error a response carries and, for a 2xx (success),
+// where it was found ("" for other statuses):
+//
+//   - a 2xx event stream: the first of its error events (see ErrorEvents)
+//     that holds an error, one whose data is an object parse reads an
+//     error from or one named "error" whose data is not an object (its
+//     text): InStreamEvent;
+//   - any other 2xx: the body, when it mentions "error" and is an object
+//     inBody reads an error from: InErrorBody;
+//   - any other status: what parse reads from the body's object, or, when
+//     the body is not a JSON object, its text (trimmed, at most
+//     MaxErrorText bytes) if it has any.
+//
+// parse and inBody return false for an object that holds no error;
+// fromText makes an error of a bare text. The providers differ in what an
+// error object looks like, not in where they look for one.
+func FindError[E any](h http.Header, body []byte, success bool,
+	parse, inBody func(obj map[string]json.RawMessage) (E, bool), fromText func(text string) E) (e E, where string, ok bool) {
+	if success {
+		if IsEventStream(h, body) {
+			for _, ev := range ErrorEvents(body) {
+				if obj := Object(ev.Data); obj != nil {
+					if e, ok := parse(obj); ok {
+						return e, InStreamEvent, true
+					}
+					continue
+				}
+				if ev.Name == "error" {
+					return fromText(string(ev.Data)), InStreamEvent, true
+				}
+			}
+			return e, "", false
+		}
+		if !bytes.Contains(body, []byte(`"error"`)) {
+			return e, "", false
+		}
+		if obj := Object(body); obj != nil {
+			if e, ok := inBody(obj); ok {
+				return e, InErrorBody, true
+			}
+		}
+		return e, "", false
+	}
+	if obj := Object(body); obj != nil {
+		e, ok = parse(obj)
+		return e, "", ok
+	}
+	if t := TrimBody(body); len(t) > 0 {
+		if len(t) > MaxErrorText {
+			t = t[:MaxErrorText]
+		}
+		return fromText(string(t)), "", true
+	}
+	return e, "", false
 }
 
 // Excerpt returns s on one line, control characters turned to spaces, runs
