@@ -16,24 +16,13 @@ import (
 // Provider is the Outcome.Provider of every classification in this package.
 const Provider = "anthropic"
 
-// family is one anthropic-ratelimit-<resource>-{limit,remaining,reset}
-// header family, with its header names in canonical form.
-type family struct {
-	resource                         string
-	limitKey, remainingKey, resetKey string
-}
-
-// families are the header families, in the order Observations returns them.
-var families = func() []family {
-	var out []family
+// families are the anthropic-ratelimit-<resource>-{limit,remaining,reset}
+// header families, in the order Observations returns them.
+var families = func() []llm.Family {
+	var out []llm.Family
 	for _, name := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
 		p := "anthropic-ratelimit-" + name + "-"
-		out = append(out, family{
-			resource:     name,
-			limitKey:     textproto.CanonicalMIMEHeaderKey(p + "limit"),
-			remainingKey: textproto.CanonicalMIMEHeaderKey(p + "remaining"),
-			resetKey:     textproto.CanonicalMIMEHeaderKey(p + "reset"),
-		})
+		out = append(out, llm.NewFamily(name, p+"limit", p+"remaining", p+"reset"))
 	}
 	return out
 }()
@@ -141,16 +130,8 @@ func observations(h http.Header, date, now time.Time) []quota.State {
 }
 
 // familyState reads anthropic-ratelimit-<fam>-{limit,remaining,reset}.
-func familyState(h http.Header, fam family, date, now time.Time) (quota.State, bool) {
-	remV, ok := llm.Get(h, fam.remainingKey)
-	if !ok {
-		return quota.State{}, false
-	}
-	rem, ok := llm.Count(remV)
-	if !ok {
-		return quota.State{}, false
-	}
-	resetV, ok := llm.Get(h, fam.resetKey)
+func familyState(h http.Header, fam llm.Family, date, now time.Time) (quota.State, bool) {
+	limit, rem, resetV, ok := fam.Read(h)
 	if !ok {
 		return quota.State{}, false
 	}
@@ -158,15 +139,7 @@ func familyState(h http.Header, fam family, date, now time.Time) (quota.State, b
 	if !ok {
 		return quota.State{}, false
 	}
-	limit := quota.Unknown
-	if v, ok := llm.Get(h, fam.limitKey); ok {
-		n, ok := llm.Count(v)
-		if !ok {
-			return quota.State{}, false
-		}
-		limit = n
-	}
-	return llm.HeaderState(fam.resource, limit, rem, resetparse.SkewCorrect(reset, date, now), reset.Unix(), now), true
+	return llm.HeaderState(fam.Resource, limit, rem, resetparse.SkewCorrect(reset, date, now), reset.Unix(), now), true
 }
 
 // windowState reads one subscription window of the unified headers.

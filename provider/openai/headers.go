@@ -2,7 +2,6 @@ package openai
 
 import (
 	"net/http"
-	"net/textproto"
 	"strings"
 	"time"
 
@@ -14,25 +13,14 @@ import (
 // Provider is the Outcome.Provider of every classification in this package.
 const Provider = "openai"
 
-// family is one x-ratelimit-{limit,remaining,reset}-<name> header family,
-// with its header names in canonical form.
-type family struct {
-	resource                         string
-	limitKey, remainingKey, resetKey string
-}
-
-// families are the header families, in the order Observations returns them.
-// The _usage_based variants are named with '-' in resources
-// ("tokens-usage-based").
-var families = func() []family {
-	var out []family
+// families are the x-ratelimit-{limit,remaining,reset}-<name> header
+// families, in the order Observations returns them. The _usage_based
+// variants are named with '-' in resources ("tokens-usage-based").
+var families = func() []llm.Family {
+	var out []llm.Family
 	for _, name := range []string{"requests", "tokens", "requests_usage_based", "tokens_usage_based"} {
-		out = append(out, family{
-			resource:     strings.ReplaceAll(name, "_", "-"),
-			limitKey:     textproto.CanonicalMIMEHeaderKey("x-ratelimit-limit-" + name),
-			remainingKey: textproto.CanonicalMIMEHeaderKey("x-ratelimit-remaining-" + name),
-			resetKey:     textproto.CanonicalMIMEHeaderKey("x-ratelimit-reset-" + name),
-		})
+		out = append(out, llm.NewFamily(strings.ReplaceAll(name, "_", "-"),
+			"x-ratelimit-limit-"+name, "x-ratelimit-remaining-"+name, "x-ratelimit-reset-"+name))
 	}
 	return out
 }()
@@ -87,31 +75,17 @@ func observations(h http.Header, date, now time.Time) []quota.State {
 	return out
 }
 
-func familyState(h http.Header, fam family, date, now time.Time) (quota.State, bool) {
-	remV, ok := llm.Get(h, fam.remainingKey)
-	if !ok {
-		return quota.State{}, false
-	}
-	rem, ok := llm.Count(remV)
-	if !ok {
-		return quota.State{}, false
-	}
-	resetV, ok := llm.Get(h, fam.resetKey)
-	if !ok {
+// familyState reads x-ratelimit-{limit,remaining,reset}-<fam>. A limit of
+// 0 is absurd and gives no state.
+func familyState(h http.Header, fam llm.Family, date, now time.Time) (quota.State, bool) {
+	limit, rem, resetV, ok := fam.Read(h)
+	if !ok || limit == 0 {
 		return quota.State{}, false
 	}
 	d, ok := resetparse.GoDuration(resetV)
 	if !ok {
 		return quota.State{}, false
 	}
-	limit := quota.Unknown
-	if v, ok := llm.Get(h, fam.limitKey); ok {
-		n, ok := llm.Count(v)
-		if !ok || n == 0 {
-			return quota.State{}, false
-		}
-		limit = n
-	}
 	at := now.Add(d)
-	return llm.HeaderState(fam.resource, limit, rem, at, llm.RawReset(at, date, now), now), true
+	return llm.HeaderState(fam.Resource, limit, rem, at, llm.RawReset(at, date, now), now), true
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 	"unicode"
@@ -421,6 +422,52 @@ func FormatWait(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
+}
+
+// Family is one rate-limit header family: the resource it describes and
+// the canonical names (see textproto.CanonicalMIMEHeaderKey) of its limit,
+// remaining and reset headers.
+type Family struct {
+	Resource                         string
+	LimitKey, RemainingKey, ResetKey string
+}
+
+// NewFamily returns the family of resource whose headers are named limit,
+// remaining and reset, in any case.
+func NewFamily(resource, limit, remaining, reset string) Family {
+	return Family{
+		Resource:     resource,
+		LimitKey:     textproto.CanonicalMIMEHeaderKey(limit),
+		RemainingKey: textproto.CanonicalMIMEHeaderKey(remaining),
+		ResetKey:     textproto.CanonicalMIMEHeaderKey(reset),
+	}
+}
+
+// Read returns what family f's headers in h say: the remaining count, the
+// limit (quota.Unknown when its header is absent) and the reset header's
+// value, which the provider's own encoding reads. ok is false when the
+// remaining or reset header is missing, or a count is not a non-negative
+// decimal (Count).
+func (f Family) Read(h http.Header) (limit, remaining int64, reset string, ok bool) {
+	remV, ok := Get(h, f.RemainingKey)
+	if !ok {
+		return 0, 0, "", false
+	}
+	remaining, ok = Count(remV)
+	if !ok {
+		return 0, 0, "", false
+	}
+	reset, ok = Get(h, f.ResetKey)
+	if !ok {
+		return 0, 0, "", false
+	}
+	limit = quota.Unknown
+	if v, ok := Get(h, f.LimitKey); ok {
+		if limit, ok = Count(v); !ok {
+			return 0, 0, "", false
+		}
+	}
+	return limit, remaining, reset, true
 }
 
 // HeaderState returns a quota state read from response headers at now.
