@@ -1,7 +1,6 @@
 package github
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,23 +8,17 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/llm"
 	"github.com/layoverhq/layover/quota"
 )
 
-// Limits on how much of a body or output is examined.
-const (
-	// maxJSONBody is the largest body decoded as JSON.
-	maxJSONBody = 1 << 20
-	// maxScan is how much of a non-JSON body, or of a command's output, is
-	// scanned for messages.
-	maxScan = 64 << 10
-	// maxReasonMessage is how much of a server message a Reason quotes.
-	maxReasonMessage = 80
-)
+// maxScan is how much of a non-JSON body, or of a command's output, is
+// scanned for messages. (The largest body decoded as JSON is
+// llm.MaxJSONBody; a Reason quotes at most llm.MaxReasonMessage runes of a
+// message.)
+const maxScan = 64 << 10
 
 // Secondary-limit documentation URL suffixes, current and older.
 var secondaryDocSuffixes = []string{
@@ -65,21 +58,21 @@ type evidence struct {
 // documentation_url and errors[]. With rawText, a body that is not a JSON
 // object counts as one message (its first maxScan bytes).
 func (e *evidence) addBody(body []byte, rawText bool) {
-	trimmed := trimSpaceBytes(body)
+	trimmed := llm.TrimBody(body)
 	if len(trimmed) == 0 {
 		return
 	}
 	var obj map[string]json.RawMessage
-	if trimmed[0] != '{' || len(trimmed) > maxJSONBody || json.Unmarshal(trimmed, &obj) != nil {
+	if trimmed[0] != '{' || len(trimmed) > llm.MaxJSONBody || json.Unmarshal(trimmed, &obj) != nil {
 		if rawText {
 			e.messages = append(e.messages, string(head(trimmed, maxScan)))
 		}
 		return
 	}
-	if m := jsonString(obj["message"]); m != "" {
+	if m := llm.String(obj["message"]); m != "" {
 		e.messages = append(e.messages, m)
 	}
-	if u := jsonString(obj["documentation_url"]); u != "" {
+	if u := llm.String(obj["documentation_url"]); u != "" {
 		e.docURLs = append(e.docURLs, u)
 	}
 	raw, ok := obj["errors"]
@@ -93,7 +86,7 @@ func (e *evidence) addBody(body []byte, rawText bool) {
 	for _, item := range list {
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(item, &fields) != nil {
-			if s := jsonString(item); s != "" {
+			if s := llm.String(item); s != "" {
 				e.messages = append(e.messages, s)
 			}
 			continue
@@ -106,23 +99,11 @@ func (e *evidence) addBody(body []byte, rawText bool) {
 		}
 		e.graphql = true
 		e.gqlErrors = append(e.gqlErrors, gqlError{
-			typ:     jsonString(fields["type"]),
-			code:    jsonString(fields["code"]),
-			message: jsonString(fields["message"]),
+			typ:     llm.String(fields["type"]),
+			code:    llm.String(fields["code"]),
+			message: llm.String(fields["message"]),
 		})
 	}
-}
-
-// jsonString returns raw as a string when it is a JSON string, else "".
-func jsonString(raw json.RawMessage) string {
-	if len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // secondary reports whether the evidence names a secondary limit, and how.
@@ -352,7 +333,7 @@ func (e *evidence) permanentReason(status int) string {
 		return fmt.Sprintf("%d Resource not accessible by integration (permissions)", status)
 	}
 	if m := e.firstMessage(); m != "" {
-		return fmt.Sprintf("%d: %s", status, excerpt(m, maxReasonMessage))
+		return fmt.Sprintf("%d: %s", status, llm.Excerpt(m, llm.MaxReasonMessage))
 	}
 	return fmt.Sprintf("HTTP %d", status)
 }
@@ -422,33 +403,6 @@ func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outc
 	return out
 }
 
-// excerpt returns s on one line, control characters turned to spaces,
-// runs of spaces collapsed, cut to at most n runes with "…".
-func excerpt(s string, n int) string {
-	s = head(s, 4*n)
-	var b strings.Builder
-	runes := 0
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			space = b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			runes++
-			space = false
-		}
-		if runes >= n {
-			b.WriteString("…")
-			return b.String()
-		}
-		b.WriteRune(r)
-		runes++
-	}
-	return b.String()
-}
-
 // head returns at most the first n bytes of s.
 func head[T ~string | ~[]byte](s T, n int) T {
 	if len(s) > n {
@@ -463,9 +417,4 @@ func tail[T ~string | ~[]byte](s T, n int) T {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// trimSpaceBytes trims white space and a UTF-8 byte-order mark.
-func trimSpaceBytes(b []byte) []byte {
-	return bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\ufeff")))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/internal/llm"
 )
 
 // gh's exit codes (cli/cli internal/ghcmd/cmd.go).
@@ -253,7 +254,7 @@ func ClassifyCLI(exitCode int, stdout, stderr []byte, now time.Time) provider.Ou
 	if e.status >= 300 {
 		reason = "gh: " + e.permanentReason(e.status)
 	} else if m := e.firstMessage(); m != "" {
-		reason = fmt.Sprintf("exit %d: %s", exitCode, excerpt(m, maxReasonMessage))
+		reason = fmt.Sprintf("exit %d: %s", exitCode, llm.Excerpt(m, llm.MaxReasonMessage))
 	}
 	return e.outcome(provider.ClassPermanent, reason, now)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/provider/internal/llm"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -149,7 +150,7 @@ func errorMessage(code int, body []byte) string {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &m) == nil && strings.TrimSpace(m.Message) != "" {
-		return excerpt(m.Message, 200)
+		return llm.Excerpt(m.Message, 200)
 	}
 	if t := http.StatusText(code); t != "" {
 		return t

@@ -1,6 +1,8 @@
 // Package llm holds what the LLM API classifiers (anthropic, openai, gemini)
-// share: header reading, retry-after, event-stream scanning, the throttle
-// cut-off and quota observations.
+// share: header reading, retry-after, event-stream scanning, the search for
+// an error in a response, the throttle cut-off and quota observations. The
+// github classifier uses its JSON and text helpers (String, TrimBody,
+// Excerpt) too.
 package llm
 
 import (
