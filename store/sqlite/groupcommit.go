@@ -47,7 +47,6 @@ type piece struct {
 
 // writerQueue is the work queued for one Store while a writer runs.
 type writerQueue struct {
-	db      *sql.DB
 	pending []*piece
 }
 
@@ -70,7 +69,7 @@ func (s *Store) write(ctx context.Context, fn func(*batch) error) error {
 	writers.Lock()
 	q, running := writers.m[s]
 	if !running {
-		q = &writerQueue{db: s.db}
+		q = &writerQueue{}
 		writers.m[s] = q
 	}
 	q.pending = append(q.pending, p)
@@ -80,11 +79,11 @@ func (s *Store) write(ctx context.Context, fn func(*batch) error) error {
 		// This caller is the writer: its own piece is in the first batch.
 		// Work queued meanwhile goes to a goroutine, so that this caller
 		// returns as soon as its own batch committed.
-		runPieces(q.db, q.take(s))
+		runPieces(s, q.take(s))
 		if next := q.take(s); next != nil {
 			go func() {
 				for ; next != nil; next = q.take(s) {
-					runPieces(q.db, next)
+					runPieces(s, next)
 				}
 			}()
 		}
@@ -131,7 +130,7 @@ func (q *writerQueue) take(s *Store) []*piece {
 // each, commits, and releases their callers. A piece that failed keeps its
 // own error; when the transaction itself fails, every other piece gets that
 // error, since none of them committed.
-func runPieces(db *sql.DB, pieces []*piece) {
+func runPieces(s *Store, pieces []*piece) {
 	defer func() {
 		for _, p := range pieces {
 			close(p.done)
@@ -148,12 +147,12 @@ func runPieces(db *sql.DB, pieces []*piece) {
 	// The transaction belongs to every caller in it, so no caller's context
 	// may end it; the busy timeout bounds its wait for the lock.
 	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
 		return
 	}
-	b := &batch{ctx: ctx, tx: tx}
+	b := &batch{ctx: ctx, s: s, tx: tx}
 	// Each SAVEPOINT copies the pages it changes to a sub-journal, a temp
 	// file by default: a write syscall per page. Keep it in memory. (A
 	// no-op once set on the connection; should it fail, the batch is only
@@ -198,11 +197,16 @@ func (p *piece) call(b *batch) (err error, panicked any) {
 	return p.fn(b), nil
 }
 
-// batch is the transaction of one group commit, with the statements its
-// pieces prepared, kept for the pieces after them (the transaction closes
-// them when it ends).
+// batch is the transaction of one group commit. Its statements are the
+// Store's (see Store.stmt), prepared once per connection, not per
+// transaction: with wake-ups spread out most batches hold one or two
+// pieces, and parsing every statement again in each was a third of the
+// host's CPU. stmts keeps them bound to tx for the pieces after the one
+// that first ran them; tx closes these bindings when it ends, not the
+// statements.
 type batch struct {
 	ctx   context.Context
+	s     *Store
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
 }
@@ -212,12 +216,15 @@ func (b *batch) exec(query string) error {
 	return err
 }
 
-// stmt returns query prepared in this transaction.
+// stmt returns the Store's statement for query, bound to this
+// transaction. Should preparing it on the transaction's connection fail,
+// every use of it in this batch fails with that error; the next batch
+// prepares it again.
 func (b *batch) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := b.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := b.tx.PrepareContext(b.ctx, query)
+	st, err := b.s.txStmt(b.ctx, b.tx, query)
 	if err != nil {
 		return nil, err
 	}

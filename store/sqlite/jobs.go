@@ -177,6 +177,28 @@ const (
 	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepWake + `)`
 )
 
+// sweepSteps are the sweep's rules, in sweepDue's order, each with its
+// statements built once, so that they are the same texts, prepared once
+// per Store, at every sweep.
+var sweepSteps = [...]struct {
+	to          job.State
+	reason      string
+	outcome     string // of the open attempts of the claims it ends; "": none
+	transitions string // records the moves of the jobs whose state changes (to to)
+	attempts    string // closes those attempts; "" when outcome is ""
+	update      string // moves the jobs
+}{
+	{job.Cancelled, reasonPastDue, outcomeKilled, sweepTransitions + sweepPastDue,
+		sweepAttempts + sweepPastDue + `)`, sweepCancel + sweepPastDue},
+	{job.Cancelled, reasonExpired, outcomeKilled, sweepTransitions + sweepExpired,
+		sweepAttempts + sweepExpired + `)`, sweepCancel + sweepExpired},
+	{job.Ready, reasonLeaseLost, outcomeLeaseLost, sweepTransitions + sweepLease + ` AND state = 'running'`,
+		sweepAttempts + sweepLease + `)`, sweepUnclaim},
+	{job.Ready, reasonProgress, outcomeLeaseLost, sweepTransitions + sweepProgress,
+		sweepAttempts + sweepProgress + `)`, sweepRequeue},
+	{job.Resumable, reasonWakeUp, "", sweepTransitions + sweepWake, "", sweepWakeUp},
+}
+
 // Transition reasons the store writes itself.
 const (
 	reasonSubmitted = "submitted"
@@ -248,7 +270,11 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 
 // Job implements store.Jobs.
 func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
-	j, err := scanJob(s.db.QueryRowContext(ctx, selectJob, id))
+	st, err := s.stmt(ctx, selectJob)
+	if err != nil {
+		return job.Job{}, wrapErr("job "+id, err)
+	}
+	j, err := scanJob(st.QueryRowContext(ctx, id))
 	if err != nil {
 		return job.Job{}, wrapErr("job "+id, notFound(err))
 	}
@@ -257,20 +283,25 @@ func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 
 // ListJobs implements store.Jobs.
 func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error) {
-	var rows *sql.Rows
-	var err error
-	if state == "" {
-		rows, err = s.db.QueryContext(ctx, listJobs)
-	} else {
-		rows, err = s.db.QueryContext(ctx, listJobsInState, string(state))
+	query, args := listJobs, []any(nil)
+	if state != "" {
+		query, args = listJobsInState, []any{string(state)}
 	}
-	jobs, err := collectJobs(rows, err)
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, wrapErr("list jobs", err)
+	}
+	jobs, err := collectJobs(st.QueryContext(ctx, args...))
 	return jobs, wrapErr("list jobs", err)
 }
 
 // CountJobs implements store.Jobs. States without jobs are left out.
 func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
-	rows, err := s.db.QueryContext(ctx, countJobs)
+	st, err := s.stmt(ctx, countJobs)
+	if err != nil {
+		return nil, wrapErr("count jobs", err)
+	}
+	rows, err := st.QueryContext(ctx)
 	if err != nil {
 		return nil, wrapErr("count jobs", err)
 	}
@@ -302,12 +333,24 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 		return job.History{}, err
 	}
 	defer tx.Rollback()
+	// The Store's statements, bound to tx (which closes the bindings).
+	query := func(q string) (*sql.Rows, error) {
+		st, err := s.txStmt(ctx, tx, q)
+		if err != nil {
+			return nil, err
+		}
+		return st.QueryContext(ctx, id)
+	}
+	exists, err := s.txStmt(ctx, tx, jobExists)
+	if err != nil {
+		return job.History{}, err
+	}
 	var one int
-	if err := tx.QueryRowContext(ctx, jobExists, id).Scan(&one); err != nil {
+	if err := exists.QueryRowContext(ctx, id).Scan(&one); err != nil {
 		return job.History{}, notFound(err)
 	}
 	var h job.History
-	rows, err := tx.QueryContext(ctx, selectAttempts, id)
+	rows, err := query(selectAttempts)
 	if err != nil {
 		return job.History{}, err
 	}
@@ -329,7 +372,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 	if err := closeRows(rows); err != nil {
 		return job.History{}, err
 	}
-	if rows, err = tx.QueryContext(ctx, selectTransitions, id); err != nil {
+	if rows, err = query(selectTransitions); err != nil {
 		return job.History{}, err
 	}
 	for rows.Next() {
@@ -346,7 +389,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 	if err := closeRows(rows); err != nil {
 		return job.History{}, err
 	}
-	if rows, err = tx.QueryContext(ctx, selectReceipts, id); err != nil {
+	if rows, err = query(selectReceipts); err != nil {
 		return job.History{}, err
 	}
 	for rows.Next() {
@@ -540,35 +583,21 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 	at := ms(now)
 	err := s.write(ctx, func(b *batch) error {
 		res = store.SweepResult{}
-		steps := []struct {
-			n          *int   // the count the rule adds to
-			cond       string // the jobs the rule moves
-			to         job.State
-			reason     string
-			outcome    string // of the open attempts of the claims it ends; "": none
-			update     string // moves the jobs of cond
-			transition string // the jobs of cond whose state changes (to to)
-		}{
-			{&res.PastDue, sweepPastDue, job.Cancelled, reasonPastDue, outcomeKilled, sweepCancel + sweepPastDue, sweepPastDue},
-			{&res.Expired, sweepExpired, job.Cancelled, reasonExpired, outcomeKilled, sweepCancel + sweepExpired, sweepExpired},
-			{&res.Reclaimed, sweepLease, job.Ready, reasonLeaseLost, outcomeLeaseLost, sweepUnclaim,
-				sweepLease + ` AND state = 'running'`},
-			{&res.Reclaimed, sweepProgress, job.Ready, reasonProgress, outcomeLeaseLost, sweepRequeue, sweepProgress},
-			{&res.Woken, sweepWake, job.Resumable, reasonWakeUp, "", sweepWakeUp, sweepWake},
-		}
-		var due [5]bool
+		// The count each rule of sweepSteps adds to.
+		counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
+		var due [len(sweepSteps)]bool
 		if err := b.QueryRow(sweepDue, at).Scan(&due[0], &due[1], &due[2], &due[3], &due[4]); err != nil {
 			return err
 		}
-		for i, st := range steps {
+		for i, st := range sweepSteps {
 			if !due[i] {
 				continue
 			}
-			if _, err := b.Exec(sweepTransitions+st.transition, at, string(st.to), st.reason); err != nil {
+			if _, err := b.Exec(st.transitions, at, string(st.to), st.reason); err != nil {
 				return err
 			}
-			if st.outcome != "" {
-				if _, err := b.Exec(sweepAttempts+st.cond+`)`, at, st.outcome); err != nil {
+			if st.attempts != "" {
+				if _, err := b.Exec(st.attempts, at, st.outcome); err != nil {
 					return err
 				}
 			}
@@ -580,7 +609,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 			if err != nil {
 				return err
 			}
-			*st.n += int(n)
+			*counts[i] += int(n)
 		}
 		return nil
 	})
@@ -593,8 +622,12 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 // NextJobDue implements store.Jobs. A time at or before now means work is
 // due now; a ready job with no RunAt is due since the zero time.
 func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
+	st, err := s.stmt(ctx, nextJobDue)
+	if err != nil {
+		return time.Time{}, false, wrapErr("next job due", err)
+	}
 	var at sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, nextJobDue).Scan(&at); err != nil {
+	if err := st.QueryRowContext(ctx).Scan(&at); err != nil {
 		return time.Time{}, false, wrapErr("next job due", err)
 	}
 	if !at.Valid {
@@ -643,7 +676,11 @@ func (s *Store) UnregisterHost(ctx context.Context, id string) error {
 
 // Hosts implements store.Jobs, ordered by id.
 func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
-	rows, err := s.db.QueryContext(ctx, selectHosts)
+	st, err := s.stmt(ctx, selectHosts)
+	if err != nil {
+		return nil, wrapErr("hosts", err)
+	}
+	rows, err := st.QueryContext(ctx)
 	if err != nil {
 		return nil, wrapErr("hosts", err)
 	}

@@ -40,9 +40,15 @@ type Store struct {
 	path string
 
 	// states[n] reads n keys (see statesQuery); prepared on first use and
-	// closed by Close. stmtMu serialises preparing and closing.
+	// closed by Close. stmtMu serialises preparing and closing, of these and
+	// of prepared.
 	stmtMu sync.Mutex
 	states [maxPreparedKeys + 1]atomic.Pointer[sql.Stmt]
+
+	// prepared maps a query's text to its *sql.Stmt (see stmt): one per
+	// query per Store, shared by every connection and transaction, closed
+	// by Close.
+	prepared sync.Map
 }
 
 var _ store.Store = (*Store)(nil)
@@ -94,20 +100,37 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, &PathError{Path: path, Err: err}
 	}
-	q := "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeoutMS) + ")" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-		"&_pragma=journal_size_limit(" + strconv.Itoa(journalSizeLimit) + ")&_txlock=immediate"
-	c, err := modernc.NewConnector(abs + "?" + q)
+	c, err := connector(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := sql.OpenDB(persistWAL{c})
+	db := openDB(c)
 	s := &Store{db: db, path: path}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// connector connects to the SQLite file at the absolute path abs, with the
+// store's pragmas.
+func connector(abs string) (driver.Connector, error) {
+	q := "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeoutMS) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+		"&_pragma=journal_size_limit(" + strconv.Itoa(journalSizeLimit) + ")&_txlock=immediate"
+	c, err := modernc.NewConnector(abs + "?" + q)
+	if err != nil {
+		return nil, err
+	}
+	return persistWAL{c}, nil
+}
+
+// openDB is the pool of connections of c, keeping up to maxIdleConns idle.
+func openDB(c driver.Connector) *sql.DB {
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(maxIdleConns)
+	return db
 }
 
 // migrateRetrying runs migrate, trying again while another process holds a
@@ -129,6 +152,15 @@ func (s *Store) migrateRetrying(ctx context.Context) error {
 		}
 	}
 }
+
+// maxIdleConns is how many unused connections the pool keeps open (the
+// number of open ones is not bounded). database/sql's default, 2, is fewer
+// than a host uses at once (the group-commit writer, the loop's reads, a
+// read per resuming job), so under load connections were closed and opened
+// again, each new one parsing the schema and preparing every statement
+// afresh. A kept connection keeps its page cache and the statements
+// prepared on it; Close closes them all.
+const maxIdleConns = 32
 
 // journalSizeLimit bounds, in bytes, the WAL file SQLite keeps after a
 // checkpoint; the last connection to close empties it.
@@ -190,7 +222,9 @@ func (s *Store) Path() string { return s.path }
 // DB exposes the database for tests and benchmarks of this package's users.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the prepared statements and the database.
+// Close closes the prepared statements and the database. A statement
+// still in use by a transaction is closed when that transaction ends; a
+// call made after Close fails.
 func (s *Store) Close() error {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
@@ -199,7 +233,48 @@ func (s *Store) Close() error {
 			st.Close()
 		}
 	}
+	s.prepared.Range(func(q, st any) bool {
+		s.prepared.Delete(q)
+		st.(*sql.Stmt).Close()
+		return true
+	})
 	return s.db.Close()
+}
+
+// stmt returns query prepared once for the Store, preparing it on first
+// use. The *sql.Stmt is shared by all connections and goroutines: on each
+// connection database/sql prepares it the first time it runs there and
+// keeps it until the connection or the Stmt is closed. In a transaction,
+// run it through tx.StmtContext, which takes the statement already
+// prepared on the transaction's connection. query must be one of a fixed
+// set of texts (a constant), never one built from values: each is kept
+// until Close. After Close, stmt fails (the database is closed).
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.prepared.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.prepared.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.prepared.Store(query, st)
+	return st, nil
+}
+
+// txStmt returns query, prepared once for the Store, bound to tx. tx
+// closes it when it ends; the Store's statement, and what it prepared on
+// tx's connection, stay.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
 }
 
 // migrate applies every embedded migration newer than PRAGMA user_version.
