@@ -216,7 +216,7 @@ func (e *evidence) outcome(c provider.Class, reason string, now time.Time) provi
 	out.Resource = e.rate.resource
 	out.Remaining = e.rate.remaining
 	out.Limit = e.rate.limit
-	if s, ok := e.rate.observation(now, quota.SourceHeaders); ok {
+	if s, ok := e.rate.observation(now); ok {
 		out.Observations = []quota.State{s}
 	}
 	return out

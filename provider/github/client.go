@@ -224,18 +224,7 @@ func parseRateResource(name string, raw json.RawMessage, date, now time.Time) (q
 	if !ok1 || !ok2 || !ok3 {
 		return quota.State{}, false
 	}
-	s := quota.State{
-		Key:        quota.Key{Resource: res},
-		Limit:      limit,
-		Remaining:  remaining,
-		ResetAt:    resetOnOurClock(reset, date, now),
-		ResetKnown: true,
-		RawReset:   reset,
-		ObservedAt: now,
-		Source:     quota.SourceRateLimit,
-	}
-	if remaining == 0 {
-		s.Cause = quota.CauseExhausted
-	}
+	s := llm.HeaderState(res, limit, remaining, resetOnOurClock(reset, date, now), reset, now)
+	s.Source = quota.SourceRateLimit // read from GET /rate_limit, not a response's headers
 	return s, true
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/provider/internal/llm"
+	"github.com/layoverhq/layover/provider/resetparse"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -16,9 +18,6 @@ const Provider = "github"
 // epoch milliseconds (or past the year 2286) and is rejected.
 const (
 	maxEpochSeconds = 1e10
-	// maxSkew is how far a response's Date may be from its reset before the
-	// Date is distrusted and the raw reset used as is.
-	maxSkew = 366 * 24 * time.Hour
 	// maxRetryAfter is the longest retry-after believed; longer ones are
 	// treated as not stated.
 	maxRetryAfter = 366 * 24 * time.Hour
@@ -141,17 +140,9 @@ func cleanResource(v string) (string, bool) {
 
 // resetOnOurClock moves the provider's reset (epoch seconds) onto this
 // machine's clock: now + (reset − date). Without a usable date (zero, or more
-// than maxSkew from the reset) it is time.Unix(reset, 0).
+// than resetparse.MaxSkew from the reset) it is time.Unix(reset, 0).
 func resetOnOurClock(reset int64, date, now time.Time) time.Time {
-	r := time.Unix(reset, 0)
-	if date.IsZero() {
-		return r
-	}
-	d := r.Sub(date)
-	if d > maxSkew || d < -maxSkew {
-		return r
-	}
-	return now.Add(d)
+	return resetparse.SkewCorrect(time.Unix(reset, 0), date, now)
 }
 
 // exhausted reports whether the headers say nothing remains.
@@ -165,26 +156,14 @@ func (r rateHeaders) resetAt(now time.Time) time.Time {
 	return resetOnOurClock(r.reset, r.date, now)
 }
 
-// observation returns the quota state r describes, or false when r lacks
-// remaining or reset, or holds an absurd value.
-func (r rateHeaders) observation(now time.Time, src quota.Source) (quota.State, bool) {
+// observation returns the quota state r describes (source headers, cause
+// exhausted when nothing remains), or false when r lacks remaining or
+// reset, or holds an absurd value.
+func (r rateHeaders) observation(now time.Time) (quota.State, bool) {
 	if !r.present || r.bad || r.remaining < 0 || r.reset == 0 {
 		return quota.State{}, false
 	}
-	s := quota.State{
-		Key:        quota.Key{Resource: r.resource},
-		Limit:      r.limit,
-		Remaining:  r.remaining,
-		ResetAt:    r.resetAt(now),
-		ResetKnown: true,
-		RawReset:   r.reset,
-		ObservedAt: now,
-		Source:     src,
-	}
-	if s.Remaining == 0 {
-		s.Cause = quota.CauseExhausted
-	}
-	return s, true
+	return llm.HeaderState(r.resource, r.limit, r.remaining, r.resetAt(now), r.reset, now), true
 }
 
 // Observations returns the quota state that the x-ratelimit-* headers of a
@@ -201,7 +180,7 @@ func (r rateHeaders) observation(now time.Time, src quota.Source) (quota.State, 
 // or when any x-ratelimit-* value is absurd (a reset in epoch milliseconds, a
 // negative or non-numeric count, a malformed resource name).
 func Observations(h http.Header, now time.Time) []quota.State {
-	if s, ok := parseRateHeaders(h).observation(now, quota.SourceHeaders); ok {
+	if s, ok := parseRateHeaders(h).observation(now); ok {
 		return []quota.State{s}
 	}
 	return nil
