@@ -1,0 +1,770 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+)
+
+// Jobs keep their times in whole milliseconds, UTC, like the ledger (the
+// spec's deadline too), and a zero time as 0. Beyond store.Jobs' doc
+// comments, which storetest.RunJobs checks, the store keeps these rules
+// (store/sqlite keeps the same):
+//
+//   - ID, Spec, CreatedAt, Fence, LeaseOwner and LeaseUntil belong to the
+//     store: Mutate cannot change them, nor State (Change.To does).
+//   - A change that moves a job to any state but running ends its lease and
+//     its progress deadline. Only ready, resumable and running jobs are ever
+//     claimed, and a job can only be running while claimed (a CHECK
+//     constraint holds the database to it too).
+//   - When the store takes a job from the host running it (an operator
+//     change, a sweep), it closes that run's open attempts: "killed" when
+//     the job is cancelled, else "lease-lost".
+//   - The sweep clears the Stage of the jobs it moves; the host writes a
+//     new one with its next change.
+//
+// Every write that changes a job holds its row lock: ApplyJob reads it FOR
+// NO KEY UPDATE, ClaimJobs and SweepJobs lock the rows they take with SKIP
+// LOCKED (a job another transaction holds is left to the next claim or
+// sweep, and NextJobDue keeps reporting it due), RenewLeases locks its rows
+// in id order. So the fence check and the write it guards are one atomic
+// step, and a transition's or receipt's seq, taken from a counter on the
+// locked row, never repeats.
+
+// jobColumnNames are the columns of a job record, in the order scanJob
+// reads them.
+var jobColumnNames = []string{"id", "spec", "state", "stage", "ownership", "created_at_ms", "updated_at_ms",
+	"run_at_ms", "resume_by_ms", "fence", "lease_owner", "lease_until_ms", "progress_by_ms", "attempts",
+	"probes", "approved", "session_id", "checkpoint_stage", "checkpoint_data", "checkpoint_at_ms"}
+
+var (
+	jobColumns = strings.Join(jobColumnNames, ", ")
+	// qualifiedJobColumns are jobColumns of the table jobs, for statements
+	// that join it.
+	qualifiedJobColumns = "jobs." + strings.Join(jobColumnNames, ", jobs.")
+)
+
+// The job state lists the sweep and NextJobDue filter on; each matches an
+// index's predicate word for word.
+const (
+	unfinishedStates = `('ready', 'running', 'deferred', 'resumable', 'blocked')`
+	waitingStates    = `('deferred', 'resumable')`
+	claimableStates  = `('ready', 'resumable')`
+)
+
+var (
+	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
+	// lockJob reads a job and its history counters and locks its row until
+	// the transaction ends.
+	lockJob = `SELECT ` + jobColumns + `, transition_seq, receipt_seq FROM jobs WHERE id = $1 FOR NO KEY UPDATE`
+
+	// submitJob inserts a job, its first transition (seq 1) and, when $24
+	// is not NULL, its first receipt, in one statement; it counts 0 when
+	// the id exists, and then writes nothing.
+	submitJob = `WITH ins AS (
+	INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms, transition_seq, receipt_seq)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, 1, $23)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id, state, created_at_ms
+), transition AS (
+	INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	SELECT id, 1, '', state, created_at_ms, '` + reasonSubmitted + `' FROM ins
+), receipt AS (
+	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
+	SELECT id, 1, $24::bytea, $25 FROM ins WHERE $24::bytea IS NOT NULL
+)
+SELECT count(*) FROM ins`
+
+	updateJob = `UPDATE jobs SET state = $2, stage = $3, ownership = $4, updated_at_ms = $5, run_at_ms = $6,
+	resume_by_ms = $7, fence = $8, lease_owner = $9, lease_until_ms = $10, progress_by_ms = $11, attempts = $12,
+	probes = $13, approved = $14, session_id = $15, checkpoint_stage = $16, checkpoint_data = $17,
+	checkpoint_at_ms = $18, transition_seq = $19, receipt_seq = $20 WHERE id = $1`
+
+	insertTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	VALUES ($1, $2, $3, $4, $5, $6)`
+	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES ($1, $2, $3, $4)`
+	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
+	outcome, exit_code, waited_s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT (job_id, attempt_id) DO UPDATE SET fence = excluded.fence,
+	started_at_ms = excluded.started_at_ms, ended_at_ms = excluded.ended_at_ms,
+	outcome = excluded.outcome, exit_code = excluded.exit_code, waited_s = excluded.waited_s`
+	// closeAttempts ends the open attempts of one claim of a job.
+	closeAttempts = `UPDATE job_attempt SET ended_at_ms = $1, outcome = $2
+	WHERE job_id = $3 AND fence = $4 AND ended_at_ms = 0`
+
+	// claimJobs takes up to $4 due jobs with no live lease, in claim order
+	// (highest priority, then earliest run_at, oldest, id), reading the
+	// jobs_claim index in that order and skipping the rows other
+	// transactions hold; each claim bumps the fence. RETURNING gives no
+	// order: ClaimJobs sorts.
+	claimJobs = `WITH due AS (
+	SELECT id FROM jobs
+	WHERE state IN ` + claimableStates + ` AND (state = 'resumable' OR run_at_ms <= $3) AND lease_until_ms <= $3
+	ORDER BY priority DESC, run_at_ms, created_at_ms, id
+	LIMIT $4
+	FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE jobs SET fence = jobs.fence + 1, lease_owner = $1, lease_until_ms = $2, updated_at_ms = $3
+FROM due WHERE jobs.id = due.id
+RETURNING ` + qualifiedJobColumns
+
+	// renewLeases extends to $4 the leases $1 holds among the ids $2 at
+	// the fences $3, locking them in id order; it returns the ids renewed.
+	renewLeases = `WITH held AS (
+	SELECT j.id FROM jobs j JOIN unnest($2::text[], $3::bigint[]) AS h (id, fence)
+		ON j.id = h.id AND j.fence = h.fence
+	WHERE j.lease_owner = $1
+	ORDER BY j.id
+	FOR NO KEY UPDATE OF j
+)
+UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING jobs.id`
+
+	listJobs        = `SELECT ` + jobColumns + ` FROM jobs ORDER BY created_at_ms, id`
+	listJobsInState = `SELECT ` + jobColumns + ` FROM jobs WHERE state = $1 ORDER BY created_at_ms, id`
+	countJobs       = `SELECT state, count(*) FROM jobs GROUP BY state`
+
+	selectAttempts = `SELECT attempt_id, fence, started_at_ms, ended_at_ms, outcome, exit_code, waited_s
+	FROM job_attempt WHERE job_id = $1 ORDER BY id`
+	selectTransitions = `SELECT from_state, to_state, at_ms, reason FROM job_transition
+	WHERE job_id = $1 ORDER BY seq`
+	selectReceipts = `SELECT seq, json, issued_at_ms FROM job_receipt WHERE job_id = $1 ORDER BY seq`
+
+	// nextJobDue is the earliest of what SweepJobs and ClaimJobs look for,
+	// one index look-up each (NULL: nothing). A deadline, resume_by or
+	// progress deadline is passed one millisecond after it (the sweep's
+	// "<").
+	nextJobDue = `SELECT LEAST(
+	(SELECT min(run_at_ms) FROM jobs WHERE state IN ` + claimableStates + ` AND lease_owner = ''),
+	(SELECT min(run_at_ms) FROM jobs WHERE state = 'deferred' AND ownership = 'retained'),
+	(SELECT min(lease_until_ms) FROM jobs WHERE lease_owner <> ''),
+	(SELECT min(progress_by_ms) + 1 FROM jobs WHERE progress_by_ms > 0 AND state = 'running'),
+	(SELECT min(resume_by_ms) + 1 FROM jobs WHERE resume_by_ms > 0 AND state IN ` + waitingStates + `),
+	(SELECT min(deadline_ms) + 1 FROM jobs WHERE deadline_ms > 0 AND state IN ` + unfinishedStates + `))`
+
+	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
+	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms`
+	// A heartbeat that commits late never moves last_seen back.
+	heartbeatHost = `UPDATE host SET last_seen_ms = GREATEST(last_seen_ms, $2) WHERE id = $1`
+	deleteHost    = `DELETE FROM host WHERE id = $1`
+	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms FROM host ORDER BY id`
+)
+
+// Transition reasons the store writes itself.
+const (
+	reasonSubmitted = "submitted"
+	reasonPastDue   = "deadline passed"
+	reasonExpired   = "expired"
+	reasonLeaseLost = "lease lost"
+	reasonProgress  = "progress deadline passed"
+	reasonWakeUp    = "wake-up"
+)
+
+// Outcomes of the attempts the store closes itself.
+const (
+	outcomeKilled    = "killed"
+	outcomeLeaseLost = "lease-lost"
+)
+
+// sweepStep is one rule of the sweep: the jobs cond selects ($1 is now,
+// in ms) are moved by set, which may read the row's old values. A job
+// whose state changes gets a transition for reason; the open attempts of
+// the claim it had are closed with outcome ("": none to close).
+type sweepStep struct {
+	cond, set, reason, outcome string
+}
+
+// The sweep's rules, in the order it applies them; a job moved by one is
+// out of the reach of those after it. A deadline or resume_by has passed
+// when it is before now: a receipt is still resumable at its resume_by
+// (receipt.Validate). A lease is lost at its end.
+var sweepSteps = [...]sweepStep{
+	{ // PastDue
+		cond:    `deadline_ms > 0 AND state IN ` + unfinishedStates + ` AND deadline_ms < $1`,
+		set:     cancelSet,
+		reason:  reasonPastDue,
+		outcome: outcomeKilled,
+	},
+	{ // Expired
+		cond:    `resume_by_ms > 0 AND state IN ` + waitingStates + ` AND resume_by_ms < $1`,
+		set:     cancelSet,
+		reason:  reasonExpired,
+		outcome: outcomeKilled,
+	},
+	{ // Reclaimed: a lease ran out. Only a running job changes state.
+		cond: `lease_owner <> '' AND lease_until_ms <= $1`,
+		set: `state = CASE state WHEN 'running' THEN 'ready' ELSE state END,
+		stage = CASE state WHEN 'running' THEN '' ELSE stage END, updated_at_ms = $1,
+		lease_owner = '', lease_until_ms = 0, progress_by_ms = 0,
+		transition_seq = transition_seq + CASE state WHEN 'running' THEN 1 ELSE 0 END`,
+		reason:  reasonLeaseLost,
+		outcome: outcomeLeaseLost,
+	},
+	{ // Reclaimed: a progress deadline passed. The job may still hold a
+		// live lease: it may start again only once that lease would have
+		// ended, so that the process it had is gone (its host kills it on
+		// losing the lease) before another starts.
+		cond: `progress_by_ms > 0 AND state = 'running' AND progress_by_ms < $1`,
+		set: `state = 'ready', stage = '', updated_at_ms = $1, run_at_ms = GREATEST(run_at_ms, lease_until_ms),
+		lease_owner = '', lease_until_ms = 0, progress_by_ms = 0, transition_seq = transition_seq + 1`,
+		reason:  reasonProgress,
+		outcome: outcomeLeaseLost,
+	},
+	{ // Woken
+		cond:   `state = 'deferred' AND ownership = 'retained' AND run_at_ms <= $1`,
+		set:    `state = 'resumable', stage = '', updated_at_ms = $1, transition_seq = transition_seq + 1`,
+		reason: reasonWakeUp,
+	},
+}
+
+// cancelSet cancels a job, taking its claim if it has one (a new fence).
+const cancelSet = `state = 'cancelled', stage = '', updated_at_ms = $1,
+	fence = fence + CASE WHEN lease_owner <> '' THEN 1 ELSE 0 END,
+	lease_owner = '', lease_until_ms = 0, progress_by_ms = 0, transition_seq = transition_seq + 1`
+
+// sweepSQL is step's statement: it locks the jobs it selects (skipping
+// those another transaction holds), moves them, records the transitions
+// ($2: reason) and closes the attempts ($3: outcome), and counts the jobs
+// moved.
+func sweepSQL(step sweepStep) string {
+	// due's columns have names of their own, so that set reads the job's.
+	q := `WITH due AS (
+	SELECT id AS due_id, state AS from_state, fence AS old_fence, lease_owner AS old_owner
+	FROM jobs WHERE ` + step.cond + `
+	ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+), moved AS (
+	UPDATE jobs SET ` + step.set + ` FROM due WHERE jobs.id = due.due_id
+	RETURNING jobs.id, due.from_state, jobs.state AS to_state, jobs.transition_seq AS seq,
+		due.old_fence, due.old_owner
+), transition AS (
+	INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	SELECT id, seq, from_state, to_state, $1, $2 FROM moved WHERE from_state <> to_state
+)`
+	if step.outcome != "" {
+		q += `, attempt AS (
+	UPDATE job_attempt SET ended_at_ms = $1, outcome = $3 FROM moved
+	WHERE job_attempt.job_id = moved.id AND job_attempt.fence = moved.old_fence
+		AND moved.old_owner <> '' AND job_attempt.ended_at_ms = 0
+)`
+	}
+	return q + `
+SELECT count(*) FROM moved`
+}
+
+// sweepQueries are the statements of sweepSteps, built once.
+var sweepQueries = func() (qs [len(sweepSteps)]string) {
+	for i, st := range sweepSteps {
+		qs[i] = sweepSQL(st)
+	}
+	return qs
+}()
+
+// SubmitJob implements store.Jobs. The job starts ready (State "" means
+// ready) or deferred; its fence is 0 and it is not claimed. The job, its
+// transition and its receipt are one statement.
+func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
+	if j.ID == "" {
+		return job.Job{}, false, errors.New("submit job: empty id")
+	}
+	j.State = cmp.Or(j.State, job.Ready)
+	if j.State != job.Ready && j.State != job.Deferred {
+		return job.Job{}, false, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
+			j.ID, job.ErrTransition, j.State)
+	}
+	j.CreatedAt, j.UpdatedAt = now, now
+	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+	j = normJob(j)
+	spec, err := json.Marshal(j.Spec)
+	if err != nil {
+		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
+	}
+	var rcJSON []byte
+	var rcIssued int64
+	receipts := 0
+	if rc != nil {
+		rcJSON, rcIssued, receipts = rc.JSON, ms(rc.IssuedAt), 1
+		if rcJSON == nil {
+			rcJSON = []byte{}
+		}
+	}
+	args := append(jobArgs(j, spec), j.Spec.Priority, ms(j.Spec.Deadline), receipts, rcJSON, rcIssued)
+
+	var n int
+	err = retry(ctx, func() error { return s.pool.QueryRow(ctx, submitJob, args...).Scan(&n) })
+	if err != nil {
+		return job.Job{}, false, wrapErr("submit job "+j.ID, err)
+	}
+	if n == 1 {
+		return j, true, nil
+	}
+	old, err := s.Job(ctx, j.ID)
+	switch {
+	case err != nil:
+		return job.Job{}, false, err
+	case !old.Spec.Equal(j.Spec):
+		return job.Job{}, false, wrapErr("submit job "+j.ID, job.ErrConflict)
+	}
+	return old, false, nil
+}
+
+// Job implements store.Jobs.
+func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, selectJob, id))
+	if err != nil {
+		return job.Job{}, wrapErr("job "+id, notFound(err))
+	}
+	return j, nil
+}
+
+// ListJobs implements store.Jobs.
+func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error) {
+	query, args := listJobs, []any(nil)
+	if state != "" {
+		query, args = listJobsInState, []any{string(state)}
+	}
+	jobs, err := collectJobs(s.pool.Query(ctx, query, args...))
+	return jobs, wrapErr("list jobs", err)
+}
+
+// CountJobs implements store.Jobs. States without jobs are left out.
+func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
+	rows, err := s.pool.Query(ctx, countJobs)
+	if err != nil {
+		return nil, wrapErr("count jobs", err)
+	}
+	out := map[job.State]int{}
+	var st string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[job.State(st)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("count jobs", err)
+	}
+	return out, nil
+}
+
+// JobHistory implements store.Jobs. The three lists are read from one
+// snapshot (a read-only REPEATABLE READ transaction).
+func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
+	var h job.History
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			h = job.History{}
+			exists := false
+			b := &pgx.Batch{}
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, id).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&exists)
+			})
+			b.Queue(selectAttempts, id).Query(func(rows pgx.Rows) error {
+				var err error
+				h.Attempts, err = pgx.CollectRows(rows, scanAttempt)
+				return err
+			})
+			b.Queue(selectTransitions, id).Query(func(rows pgx.Rows) error {
+				var err error
+				h.Transitions, err = pgx.CollectRows(rows, scanTransition)
+				return err
+			})
+			b.Queue(selectReceipts, id).Query(func(rows pgx.Rows) error {
+				var err error
+				h.Receipts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Receipt, error) {
+					rc := job.Receipt{JobID: id}
+					var issued int64
+					err := row.Scan(&rc.Seq, &rc.JSON, &issued)
+					rc.IssuedAt = fromMS(issued)
+					return rc, err
+				})
+				return err
+			})
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if !exists {
+				return job.ErrNotFound
+			}
+			return nil
+		})
+	if err != nil {
+		return job.History{}, wrapErr("history of job "+id, err)
+	}
+	return h, nil
+}
+
+func scanAttempt(row pgx.CollectableRow) (job.Attempt, error) {
+	var a job.Attempt
+	var started, ended int64
+	var exit *int64
+	if err := row.Scan(&a.ID, &a.Fence, &started, &ended, &a.Outcome, &exit, &a.WaitedS); err != nil {
+		return job.Attempt{}, err
+	}
+	a.StartedAt, a.EndedAt = fromMS(started), fromMS(ended)
+	if exit != nil {
+		code := int(*exit)
+		a.ExitCode = &code
+	}
+	return a, nil
+}
+
+func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
+	var tr job.Transition
+	var from, to string
+	var at int64
+	err := row.Scan(&from, &to, &at, &tr.Reason)
+	tr.From, tr.To, tr.At = job.State(from), job.State(to), fromMS(at)
+	return tr, err
+}
+
+// ApplyJob implements store.Jobs: one transaction that locks the job's
+// row, checks the fence and the change against it, and writes the record
+// with its transition, attempt and receipt. Mutate runs inside that
+// transaction, holding the row lock: it must be quick. Should the server
+// roll the transaction back for a deadlock, the change is applied again
+// from a fresh read, Mutate included.
+func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
+	var out job.Job
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = applyJob(ctx, tx, id, fence, ch)
+		return err
+	})
+	if err != nil {
+		return job.Job{}, wrapErr("apply to job "+id, err)
+	}
+	return out, nil
+}
+
+func applyJob(ctx context.Context, tx pgx.Tx, id string, fence int64, ch job.Change) (job.Job, error) {
+	var transitionSeq, receiptSeq int64
+	old, err := scanJob(tx.QueryRow(ctx, lockJob, id), &transitionSeq, &receiptSeq)
+	if err != nil {
+		return job.Job{}, notFound(err)
+	}
+	if fence >= 0 && fence != old.Fence {
+		return job.Job{}, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
+	}
+	if err := ch.Check(old); err != nil {
+		return job.Job{}, err
+	}
+
+	j := old
+	if ch.Mutate != nil {
+		// Mutate edits a copy: what it does to the spec's lists or the
+		// checkpoint in place does not reach old.
+		j.Spec.Argv, j.Spec.EnvNames = slices.Clone(j.Spec.Argv), slices.Clone(j.Spec.EnvNames)
+		j.Spec.Quota = slices.Clone(j.Spec.Quota)
+		if old.Checkpoint != nil {
+			cp := *old.Checkpoint
+			j.Checkpoint = &cp
+		}
+		ch.Mutate(&j)
+	}
+	j.ID, j.Spec, j.CreatedAt, j.State = old.ID, old.Spec, old.CreatedAt, old.State
+	j.Fence, j.LeaseOwner, j.LeaseUntil = old.Fence, old.LeaseOwner, old.LeaseUntil
+	j.UpdatedAt = ch.Now
+
+	// An operator's change (no fence) that moves a claimed job takes it
+	// from its holder: the fence grows, so the holder's writes fail.
+	claimed := old.State == job.Running || old.LeaseOwner != ""
+	taken := fence < 0 && claimed && ch.To != "" && ch.To != old.State
+	if ch.To != "" {
+		j.State = ch.To
+		if ch.To != job.Running || taken {
+			j.LeaseOwner, j.LeaseUntil, j.ProgressBy = "", time.Time{}, time.Time{}
+		}
+	}
+	if taken {
+		j.Fence++
+	}
+	if j.State == job.Running && j.LeaseOwner == "" {
+		if fence >= 0 {
+			return job.Job{}, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
+		}
+		return job.Job{}, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
+	}
+	if ch.Attempt != nil && ch.Attempt.ID == "" {
+		return job.Job{}, errors.New("an attempt without an id")
+	}
+	j = normJob(j)
+	if ch.To != "" {
+		transitionSeq++
+	}
+	if ch.Receipt != nil {
+		receiptSeq++
+	}
+
+	b := &pgx.Batch{}
+	// updateJob sets every column of jobArgs but spec and created_at.
+	a := jobArgs(j, nil)
+	b.Queue(updateJob, slices.Concat(a[:1], a[2:5], a[6:], []any{transitionSeq, receiptSeq})...)
+	if taken {
+		outcome := outcomeLeaseLost
+		if j.State == job.Cancelled {
+			outcome = outcomeKilled
+		}
+		b.Queue(closeAttempts, ms(j.UpdatedAt), outcome, id, old.Fence)
+	}
+	if ch.To != "" {
+		b.Queue(insertTransition, id, transitionSeq, string(old.State), string(ch.To), ms(ch.Now), ch.Reason)
+	}
+	if a := ch.Attempt; a != nil {
+		var exit *int64
+		if a.ExitCode != nil {
+			code := int64(*a.ExitCode)
+			exit = &code
+		}
+		b.Queue(upsertAttempt, id, a.ID, a.Fence, ms(a.StartedAt), ms(a.EndedAt), a.Outcome, exit, a.WaitedS)
+	}
+	if rc := ch.Receipt; rc != nil {
+		data := rc.JSON
+		if data == nil {
+			data = []byte{}
+		}
+		b.Queue(insertReceipt, id, receiptSeq, data, ms(rc.IssuedAt))
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return job.Job{}, err
+	}
+	return j, nil
+}
+
+// ClaimJobs implements store.Jobs: one statement, so the claims and their
+// fences are one transaction. Jobs another transaction holds are skipped,
+// so concurrent claimers on any host never wait for, nor share, a job.
+func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []job.Job
+	err := retry(ctx, func() error {
+		var err error
+		out, err = collectJobs(s.pool.Query(ctx, claimJobs, hostID, ms(now.Add(lease)), ms(now), limit))
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("claim jobs", err)
+	}
+	slices.SortFunc(out, func(a, b job.Job) int {
+		return cmp.Or(-cmp.Compare(a.Spec.Priority, b.Spec.Priority), a.RunAt.Compare(b.RunAt),
+			a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// RenewLeases implements store.Jobs: one statement. lost is sorted.
+func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) ([]string, error) {
+	if len(held) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(held))
+	for id := range held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fences := make([]int64, len(ids))
+	for i, id := range ids {
+		fences[i] = held[id]
+	}
+	var renewed []string
+	err := retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, renewLeases, hostID, ids, fences, ms(now.Add(lease)))
+		if err != nil {
+			return err
+		}
+		renewed, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("renew leases", err)
+	}
+	kept := make(map[string]bool, len(renewed))
+	for _, id := range renewed {
+		kept[id] = true
+	}
+	var lost []string
+	for _, id := range ids {
+		if !kept[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// SweepJobs implements store.Jobs: cancels the jobs past their deadline,
+// then those whose receipt expired, takes back lost claims and passed
+// progress deadlines, then wakes the due retained deferrals, all in one
+// transaction (one round trip). Each job is counted once, by the first
+// rule that moved it. A job another transaction holds at that moment is
+// left to the next sweep.
+func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
+	var res store.SweepResult
+	at := ms(now)
+	// The count each rule of sweepSteps adds to.
+	counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
+	err := s.sendBatch(ctx, func() *pgx.Batch {
+		res = store.SweepResult{}
+		b := &pgx.Batch{}
+		for i, st := range sweepSteps {
+			args := []any{at, st.reason}
+			if st.outcome != "" {
+				args = append(args, st.outcome)
+			}
+			b.Queue(sweepQueries[i], args...).QueryRow(func(row pgx.Row) error {
+				var n int
+				err := row.Scan(&n)
+				*counts[i] += n
+				return err
+			})
+		}
+		return b
+	})
+	if err != nil {
+		return store.SweepResult{}, wrapErr("sweep jobs", err)
+	}
+	return res, nil
+}
+
+// NextJobDue implements store.Jobs. A time at or before now means work is
+// due now; a ready job with no RunAt is due since the zero time.
+func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
+	var at *int64
+	if err := s.pool.QueryRow(ctx, nextJobDue).Scan(&at); err != nil {
+		return time.Time{}, false, wrapErr("next job due", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return fromMS(*at), true, nil
+}
+
+// RegisterHost implements store.Jobs. Registering an id again replaces its
+// record.
+func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
+	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, ms(h.StartedAt), ms(h.LastSeen))
+	return wrapErr("register host "+h.ID, err)
+}
+
+// HostHeartbeat implements store.Jobs. An unregistered host is
+// store.ErrNotFound; a heartbeat older than the last one changes nothing.
+func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, heartbeatHost, id, ms(now))
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	return wrapErr("heartbeat of host "+id, err)
+}
+
+// UnregisterHost implements store.Jobs. Removing a host that is gone is no
+// error.
+func (s *Store) UnregisterHost(ctx context.Context, id string) error {
+	_, err := s.pool.Exec(ctx, deleteHost, id)
+	return wrapErr("unregister host "+id, err)
+}
+
+// Hosts implements store.Jobs, ordered by id.
+func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
+	rows, err := s.pool.Query(ctx, selectHosts)
+	if err != nil {
+		return nil, wrapErr("hosts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Host, error) {
+		var h job.Host
+		var started, seen int64
+		err := row.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen)
+		h.StartedAt, h.LastSeen = fromMS(started), fromMS(seen)
+		return h, err
+	})
+	return out, wrapErr("hosts", err)
+}
+
+// notFound translates a missing row into job.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return job.ErrNotFound
+	}
+	return err
+}
+
+// jobArgs are the values of jobColumns for j, whose spec is given as JSON.
+func jobArgs(j job.Job, spec []byte) []any {
+	var cpStage *string
+	var cpData []byte
+	var cpAt *int64
+	if cp := j.Checkpoint; cp != nil {
+		at := ms(cp.At)
+		cpStage, cpAt = &cp.Stage, &at
+		if cp.Data != nil {
+			cpData = []byte(cp.Data)
+		}
+	}
+	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), ms(j.CreatedAt),
+		ms(j.UpdatedAt), ms(j.RunAt), ms(j.ResumeBy), j.Fence, j.LeaseOwner, ms(j.LeaseUntil),
+		ms(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+}
+
+// scanJob reads a row of jobColumns, then any extra columns into extra.
+func scanJob(row pgx.Row, extra ...any) (job.Job, error) {
+	var j job.Job
+	var spec []byte
+	var state, ownership string
+	var created, updated, runAt, resumeBy, leaseUntil, progressBy int64
+	var cpStage *string
+	var cpData []byte
+	var cpAt *int64
+	dest := append([]any{&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
+		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return job.Job{}, err
+	}
+	if err := json.Unmarshal(spec, &j.Spec); err != nil {
+		return job.Job{}, fmt.Errorf("job %s: stored spec: %w", j.ID, err)
+	}
+	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = fromMS(created), fromMS(updated), fromMS(runAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = fromMS(resumeBy), fromMS(leaseUntil), fromMS(progressBy)
+	if cpStage != nil {
+		j.Checkpoint = &job.Checkpoint{Stage: *cpStage}
+		if cpAt != nil {
+			j.Checkpoint.At = fromMS(*cpAt)
+		}
+		if cpData != nil {
+			j.Checkpoint.Data = json.RawMessage(cpData)
+		}
+	}
+	return j, nil
+}
+
+func collectJobs(rows pgx.Rows, err error) ([]job.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Job, error) { return scanJob(row) })
+}
+
+// msTime is t as the store keeps it: whole milliseconds, UTC.
+func msTime(t time.Time) time.Time { return fromMS(ms(t)) }
+
+// normJob is j as the store returns it.
+func normJob(j job.Job) job.Job {
+	j.Spec.Deadline = msTime(j.Spec.Deadline)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = msTime(j.CreatedAt), msTime(j.UpdatedAt), msTime(j.RunAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = msTime(j.ResumeBy), msTime(j.LeaseUntil), msTime(j.ProgressBy)
+	if j.Checkpoint != nil {
+		cp := *j.Checkpoint
+		cp.At = msTime(cp.At)
+		j.Checkpoint = &cp
+	}
+	return j
+}

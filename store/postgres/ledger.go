@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/layoverhq/layover/quota"
+)
+
+const stateColumns = `host, principal, resource, limit_units, remaining, reset_at_ms, reset_known,
+	raw_reset, observed_at_ms, observed_by, source, cause`
+
+// onConflictKeepNewest makes an upsert of quota_state keep, per key, the
+// state observed last: an older observation that commits late never
+// overwrites a newer one. Equal times: the write that comes later wins.
+const onConflictKeepNewest = `ON CONFLICT (host, principal, resource) DO UPDATE SET
+	limit_units = excluded.limit_units, remaining = excluded.remaining,
+	reset_at_ms = excluded.reset_at_ms, reset_known = excluded.reset_known,
+	raw_reset = excluded.raw_reset, observed_at_ms = excluded.observed_at_ms,
+	observed_by = excluded.observed_by, source = excluded.source, cause = excluded.cause
+WHERE excluded.observed_at_ms >= quota_state.observed_at_ms`
+
+// recordStates upserts a batch of states given as one array per column.
+// Within the batch the newest observation per key is kept (the last one
+// given, on a tie), since one INSERT may not touch a row twice; the rows
+// are written in key order, the order every multi-key write locks them in.
+const recordStates = `INSERT INTO quota_state (` + stateColumns + `)
+SELECT DISTINCT ON (host COLLATE "C", principal COLLATE "C", resource COLLATE "C") ` + stateColumns + `
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::boolean[],
+	$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[])
+	WITH ORDINALITY AS s(` + stateColumns + `, ord)
+ORDER BY host COLLATE "C", principal COLLATE "C", resource COLLATE "C", observed_at_ms DESC, ord DESC
+` + onConflictKeepNewest
+
+// selectStates reads the states of the keys given as three arrays, ordered
+// by key.
+const selectStates = `SELECT ` + stateColumns + ` FROM quota_state
+WHERE (host, principal, resource) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+ORDER BY host, principal, resource`
+
+// mergeLogin moves the states of a token principal ($2) on host $1 to the
+// login $3, merged as RecordStates merges: the newer observation wins.
+const mergeLogin = `WITH moved AS (
+	DELETE FROM quota_state WHERE host = $1 AND principal = $2 RETURNING ` + stateColumns + `
+)
+INSERT INTO quota_state (` + stateColumns + `)
+SELECT host, $3::text, resource, limit_units, remaining, reset_at_ms, reset_known, raw_reset,
+	observed_at_ms, observed_by, source, cause FROM moved ORDER BY resource
+` + onConflictKeepNewest
+
+// RecordStates implements store.Store: one statement, so one transaction.
+// Times are kept in milliseconds, and "most recent" compares those.
+func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
+	if len(states) == 0 {
+		return nil
+	}
+	n := len(states)
+	hosts, principals, resources := make([]string, n), make([]string, n), make([]string, n)
+	limits, remaining, resets := make([]int64, n), make([]int64, n), make([]int64, n)
+	known := make([]bool, n)
+	raw, observed := make([]int64, n), make([]int64, n)
+	by, sources, causes := make([]string, n), make([]string, n), make([]string, n)
+	for i, st := range states {
+		hosts[i], principals[i], resources[i] = st.Host, st.Principal, st.Resource
+		limits[i], remaining[i], resets[i] = st.Limit, st.Remaining, ms(st.ResetAt)
+		known[i], raw[i], observed[i] = st.ResetKnown, st.RawReset, ms(st.ObservedAt)
+		by[i], sources[i], causes[i] = st.ObservedBy, string(st.Source), string(st.Cause)
+	}
+	err := retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, recordStates, hosts, principals, resources, limits, remaining, resets,
+			known, raw, observed, by, sources, causes)
+		return err
+	})
+	return wrapErr("record states", err)
+}
+
+// scanState reads a row of stateColumns.
+func scanState(row pgx.Row) (quota.State, error) {
+	var st quota.State
+	var reset, observed int64
+	var source, cause string
+	err := row.Scan(&st.Host, &st.Principal, &st.Resource, &st.Limit, &st.Remaining, &reset,
+		&st.ResetKnown, &st.RawReset, &observed, &st.ObservedBy, &source, &cause)
+	st.ResetAt, st.ObservedAt = fromMS(reset), fromMS(observed)
+	st.Source, st.Cause = quota.Source(source), quota.Cause(cause)
+	return st, err
+}
+
+func collectStates(rows pgx.Rows, err error) ([]quota.State, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (quota.State, error) { return scanState(row) })
+}
+
+// States implements store.Store. The states come ordered by key (bytewise),
+// as AllStates orders them; a key asked twice comes once.
+func (s *Store) States(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	hosts, principals, resources := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		hosts[i], principals[i], resources[i] = k.Host, k.Principal, k.Resource
+	}
+	states, err := collectStates(s.pool.Query(ctx, selectStates, hosts, principals, resources))
+	return states, wrapErr("states", err)
+}
+
+// AllStates implements store.Store.
+func (s *Store) AllStates(ctx context.Context) ([]quota.State, error) {
+	states, err := collectStates(s.pool.Query(ctx,
+		`SELECT `+stateColumns+` FROM quota_state ORDER BY host, principal, resource`))
+	return states, wrapErr("all states", err)
+}
+
+// Login implements store.Store.
+func (s *Store) Login(ctx context.Context, host, fingerprint string) (string, bool, error) {
+	var login string
+	err := s.pool.QueryRow(ctx,
+		`SELECT login FROM principal_login WHERE host = $1 AND fingerprint = $2`, host, fingerprint).Scan(&login)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, wrapErr("login", err)
+	}
+	return login, true, nil
+}
+
+// LearnLogin implements store.Store: the login and the merge of the
+// token's states in one transaction.
+func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string, at time.Time) error {
+	err := s.sendBatch(ctx, func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO principal_login (host, fingerprint, login, learned_at_ms) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (host, fingerprint) DO UPDATE SET login = excluded.login, learned_at_ms = excluded.learned_at_ms`,
+			host, fingerprint, login, ms(at))
+		b.Queue(mergeLogin, host, "tok:"+fingerprint, login)
+		return b
+	})
+	return wrapErr("learn login", err)
+}

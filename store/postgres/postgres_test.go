@@ -1,0 +1,359 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/storetest"
+)
+
+// envDSN names the server these tests use. Without it they skip, unless
+// CI is set: CI starts a server and must not pass by skipping.
+const envDSN = "LAYOVER_TEST_POSTGRES"
+
+// base is the fixed time these tests observe quotas and run jobs at.
+var base = time.Date(2026, 11, 10, 14, 0, 0, 0, time.UTC)
+
+// testDSN returns the test server's DSN, or skips t (fails it under CI).
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(envDSN)
+	if dsn == "" {
+		const how = envDSN + " is not set: run these tests against a scratch PostgreSQL server with e.g. " +
+			envDSN + "='postgres://postgres@127.0.0.1:5432/layover_dev?sslmode=disable' go test ./store/postgres/ " +
+			"(each test works in a schema of its own, made and dropped by the test)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(how)
+		}
+		t.Skip(how)
+	}
+	return dsn
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// withParams returns dsn with the URL parameters in kv (name, value, ...)
+// set.
+func withParams(t testing.TB, dsn string, kv ...string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", envDSN, err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// adminExec runs sql on a connection of its own to the test server.
+func adminExec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// freshSchema makes an empty schema with a random name, dropped (with
+// everything in it) when t ends, and returns the test DSN with its
+// search_path set to it: a store opened on it sees only its own tables.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	dsn := testDSN(t)
+	schema := "layover_test_" + randomHex(6)
+	if err := adminExec(t.Context(), dsn, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := adminExec(ctx, dsn, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withParams(t, dsn, "search_path", schema)
+}
+
+// open opens a store on dsn, closed when t ends.
+func open(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openFresh opens a store on a fresh schema.
+func openFresh(t testing.TB) *postgres.Store {
+	t.Helper()
+	return open(t, freshSchema(t))
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	testDSN(t)
+
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(t.Context(), freshSchema(t))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	testDSN(t)
+
+	storetest.RunJobs(t, func(t *testing.T) store.Jobs { return openFresh(t) })
+}
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		dsn, want string
+	}{
+		{"postgres://alice:s3cret-pw@db.example.com:5432/layover?sslmode=require",
+			"postgres://alice:[redacted]@db.example.com:5432/layover?sslmode=require"},
+		{"postgresql://alice@db.example.com/layover", "postgresql://alice@db.example.com/layover"},
+		{"postgres://db.example.com/layover?password=s3cret-pw&sslmode=disable",
+			"postgres://db.example.com/layover?password=[redacted]&sslmode=disable"},
+		{"postgres://db.example.com/layover?sslpassword=s3cret-pw", "postgres://db.example.com/layover?sslpassword=[redacted]"},
+		{"postgres://db.example.com/layover?PassWord=s3cret-pw", "postgres://db.example.com/layover?PassWord=[redacted]"},
+		{"postgres://db.example.com/layover?pass%77ord=s3cret-pw", "postgres://db.example.com/layover?pass%77ord=[redacted]"},
+		{"postgres://al%40ice:p%40ss@db.example.com/layover", "postgres://al%40ice:[redacted]@db.example.com/layover"},
+		{"postgres://alice:s3cret pw@db.example.com:notaport/x", "postgres://…"},
+		{"host=db password=s3cret-pw", "(not a URL)"},
+		{"postgres://alice:1234/5678@db.example.com/layover", "postgres://…"},
+		{"postgres://alice:1234?5678@db.example.com/layover", "postgres://…"},
+	}
+	for _, tt := range tests {
+		if got := postgres.Redact(tt.dsn); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.dsn, got, tt.want)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	const pw = "Sup3r-s3cret-pw"
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPassword := func(host, path string, params ...string) string {
+		v := *u
+		v.User = url.UserPassword(cmpOr(u.User.Username(), "postgres"), pw)
+		if host != "" {
+			v.Host = host
+		}
+		if path != "" {
+			v.Path = path
+		}
+		q := v.Query()
+		q.Set("connect_timeout", "3")
+		for i := 0; i+1 < len(params); i += 2 {
+			q.Set(params[i], params[i+1])
+		}
+		v.RawQuery = q.Encode()
+		return v.String()
+	}
+
+	tests := []struct {
+		name    string
+		dsn     string
+		dsnErr  bool   // a *DSNError: the input is wrong
+		mention string // what the message must say
+	}{
+		{"not postgres", "mysql://root:" + pw + "@localhost/db", true, "not a postgres:// or postgresql:// URL"},
+		{"key=value", "host=localhost password=" + pw, true, "not a postgres://"},
+		{"bad port", "postgres://u:" + pw + "@localhost:port/db", true, "not a valid URL"},
+		{"unescaped slash in the password", "postgres://u:" + pw[:5] + "/" + pw[5:] + "@localhost/db", true, "not a valid URL"},
+		{"bad sslmode", withPassword("", "", "sslmode", "sometimes"), true, "sslmode"},
+		{"bad pool size", withPassword("", "", "pool_max_conns", "many"), true, "pool_max_conns"},
+		{"password parameter", withPassword("", "", "password", pw, "sslmode", "sometimes"), true, "sslmode"},
+		{"refused", withPassword("127.0.0.1:1", ""), false, "cannot connect"},
+		{"unknown host", withPassword("no-such-host.invalid:5432", ""), false, "cannot connect"},
+		{"no such database", withPassword("", "/layover_no_such_db_"+randomHex(4)), false, "does not exist"},
+		{"no such schema", withPassword("", "", "search_path", "layover_no_such_schema"), false, "search_path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			s, err := postgres.Open(t.Context(), tt.dsn)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded")
+			}
+			msg := err.Error()
+			t.Logf("%s", msg)
+			var de *postgres.DSNError
+			if errors.As(err, &de) != tt.dsnErr {
+				t.Errorf("Open = %T %v; DSNError: %v, want %v", err, err, errors.As(err, &de), tt.dsnErr)
+			}
+			if strings.Contains(msg, pw) || strings.Contains(msg, pw[5:]) {
+				t.Errorf("the error shows the password: %s", msg)
+			}
+			if strings.ContainsAny(msg, "\n\r") {
+				t.Errorf("the error is not one line: %q", msg)
+			}
+			if !strings.HasPrefix(msg, "store ") || !strings.Contains(msg, tt.mention) {
+				t.Errorf("the error = %q, want it to name the store and say %q", msg, tt.mention)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestOpenConcurrently opens one new schema from many pools at once (as
+// many processes starting on a new database would): each migrates or finds
+// it migrated, and every migration runs once.
+func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
+	dsn := freshSchema(t)
+
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := postgres.Open(t.Context(), dsn)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			errs[i] = s.RecordStates(t.Context(), []quota.State{{
+				Key:        quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"},
+				Remaining:  int64(i),
+				ResetAt:    base.Add(time.Hour),
+				ObservedAt: base.Add(time.Duration(i) * time.Second),
+			}})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dsn)
+	rows, err := s.Pool().Query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || fmt.Sprint(versions) != "[1 2]" {
+		t.Errorf("schema_migrations = %v, %v; want [1 2]", versions, err)
+	}
+	st, err := s.AllStates(t.Context())
+	if err != nil || len(st) != 1 || st[0].Remaining != n-1 {
+		t.Errorf("AllStates = %+v, %v; want the newest of the %d writes", st, err, n)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
+	dsn := freshSchema(t)
+	ctx := t.Context()
+
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"}
+	if err := s.RecordStates(ctx, []quota.State{{Key: k, Limit: 5000, Remaining: 7, ResetAt: base, ObservedAt: base}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SubmitJob(ctx, job.Job{ID: "j1", Spec: job.Spec{Argv: []string{"true"}}}, nil, base); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = open(t, dsn)
+	if st, err := s.States(ctx, []quota.Key{k}); err != nil || len(st) != 1 || st[0].Remaining != 7 {
+		t.Errorf("States after reopening = %+v, %v", st, err)
+	}
+	if j, err := s.Job(ctx, "j1"); err != nil || j.State != job.Ready {
+		t.Errorf("Job after reopening = %+v, %v", j, err)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	dsn := freshSchema(t)
+
+	s := open(t, dsn)
+	if _, err := s.Pool().Exec(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES (99, '099_future')`); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := postgres.Open(t.Context(), dsn)
+	if err == nil {
+		s2.Close()
+		t.Fatal("Open of a newer schema succeeded")
+	}
+	if !strings.Contains(err.Error(), "schema version 99 is newer") {
+		t.Errorf("Open = %v, want it to say the schema is newer", err)
+	}
+}
+
+// TestReceiptsCannotChange: the database itself refuses to edit or delete
+// a stored receipt.
+func TestReceiptsCannotChange(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openFresh(t)
+
+	j := job.Job{ID: "j1", State: job.Deferred, Ownership: job.Retained, RunAt: base.Add(time.Hour),
+		ResumeBy: base.Add(2 * time.Hour), Spec: job.Spec{Argv: []string{"true"}}}
+	if _, _, err := s.SubmitJob(ctx, j, &job.Receipt{JSON: []byte(`{"r":1}`), IssuedAt: base}, base); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE job_receipt SET json = '\x7b7d'::bytea`,
+		`DELETE FROM job_receipt`,
+		`TRUNCATE job_receipt`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s = %v, want it refused as append-only", q, err)
+		}
+	}
+	h, err := s.JobHistory(ctx, "j1")
+	if err != nil || len(h.Receipts) != 1 || string(h.Receipts[0].JSON) != `{"r":1}` {
+		t.Errorf("receipts = %+v, %v; want the one stored, unchanged", h.Receipts, err)
+	}
+}
