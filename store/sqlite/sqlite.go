@@ -126,10 +126,12 @@ func connector(abs string) (driver.Connector, error) {
 	return persistWAL{c}, nil
 }
 
-// openDB is the pool of connections of c, keeping up to maxIdleConns idle.
+// openDB is the pool of connections of c, keeping up to maxIdleConns idle
+// for at most maxIdleTime each.
 func openDB(c driver.Connector) *sql.DB {
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(maxIdleTime)
 	return db
 }
 
@@ -161,6 +163,11 @@ func (s *Store) migrateRetrying(ctx context.Context) error {
 // afresh. A kept connection keeps its page cache and the statements
 // prepared on it; Close closes them all.
 const maxIdleConns = 32
+
+// maxIdleTime is how long an unused connection is kept: a long-running
+// serve gives back the page caches a burst opened, while a steady load
+// keeps its connections.
+const maxIdleTime = time.Minute
 
 // journalSizeLimit bounds, in bytes, the WAL file SQLite keeps after a
 // checkpoint; the last connection to close empties it.
