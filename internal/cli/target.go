@@ -12,6 +12,7 @@ import (
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/sqlite"
 )
 
@@ -40,9 +41,17 @@ func openStore(ctx context.Context, env *Env, flagValue string) (store.Store, er
 		path = strings.TrimPrefix(loc, "sqlite:")
 		path = strings.TrimPrefix(path, "//")
 	case strings.HasPrefix(loc, "postgres://"), strings.HasPrefix(loc, "postgresql://"):
-		return nil, usageErr("store: PostgreSQL stores are not supported by this build yet; use a path or sqlite:PATH")
+		st, err := postgres.Open(ctx, loc)
+		if err != nil {
+			var de *postgres.DSNError
+			if errors.As(err, &de) {
+				return nil, usageErr("%v", err)
+			}
+			return nil, failErr("%v", err)
+		}
+		return st, nil
 	case strings.Contains(loc, "://"):
-		return nil, usageErr("store %q: unknown kind; use a path or sqlite:PATH", loc)
+		return nil, usageErr("store %q: unknown kind; use a path, sqlite:PATH or postgres://…", postgres.Redact(loc))
 	default:
 		path = loc
 	}

@@ -27,7 +27,8 @@ func TestBadInput(t *testing.T) {
 		"classify provider":  {"classify", "--provider", "nope", "--exit", "1"},
 		"classify no file":   {"classify", "--provider", "github", "--http", "/nonexistent/file"},
 		"status extra arg":   {"status", "now"},
-		"postgres store":     {"status", "--store", "postgres://localhost/x"},
+		"postgres bad port":  {"status", "--store", "postgres://u:pw@localhost:notaport/x"},
+		"unknown store kind": {"status", "--store", "mysql://localhost/x"},
 		"store is directory": {"status", "--store", "/"},
 	}
 	for name, args := range cases {
@@ -85,5 +86,20 @@ func TestClassifyCommandOutput(t *testing.T) {
 	r = b.layover("classify", "--provider", "github", "--exit", "0", "--stderr", file)
 	if !strings.Contains(r.stdout, `"class":"ok"`) {
 		t.Fatalf("a zero exit is ok whatever it printed: %s", r.stdout)
+	}
+}
+
+// A PostgreSQL store that cannot be reached fails in one line that names it
+// without its password, exit 1.
+func TestUnreachablePostgresStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	r := b.layover("status", "--store", "postgres://layover:s3cretpw@127.0.0.1:1/fleet?connect_timeout=5")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "s3cretpw") || !strings.Contains(r.stderr, "127.0.0.1:1") ||
+		strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") > 0 {
+		t.Errorf("stderr %q: want one line naming the store, password masked", r.stderr)
 	}
 }
