@@ -103,16 +103,31 @@ SELECT count(*) FROM ins`
 	WHERE job_id = $3 AND fence = $4 AND ended_at_ms = 0`
 
 	// claimJobs takes up to $4 due jobs with no live lease, in claim order
-	// (highest priority, then earliest run_at, oldest, id), reading the
-	// jobs_claim index in that order and skipping the rows other
-	// transactions hold; each claim bumps the fence. RETURNING gives no
-	// order: ClaimJobs sorts.
-	claimJobs = `WITH due AS (
-	SELECT id FROM jobs
-	WHERE state IN ` + claimableStates + ` AND (state = 'resumable' OR run_at_ms <= $3) AND lease_until_ms <= $3
+	// (highest priority, then earliest run_at, oldest, id), skipping the
+	// rows other transactions hold; each claim bumps the fence. Unclaimed
+	// jobs are read from jobs_claim in that order, so the cost does not
+	// grow with the number of jobs claimed and not yet running; jobs whose
+	// lease ran out (a host died between claim and run, and no sweep has
+	// freed them yet) from jobs_lease. Of the two, the first $4 in claim
+	// order are taken; the other rows locked are let go when the statement
+	// ends. RETURNING gives no order: ClaimJobs sorts.
+	claimJobs = `WITH unclaimed AS (
+	SELECT id, priority, run_at_ms, created_at_ms FROM jobs
+	WHERE state IN ` + claimableStates + ` AND lease_owner = '' AND (state = 'resumable' OR run_at_ms <= $3)
 	ORDER BY priority DESC, run_at_ms, created_at_ms, id
 	LIMIT $4
 	FOR NO KEY UPDATE SKIP LOCKED
+), lapsed AS (
+	SELECT id, priority, run_at_ms, created_at_ms FROM jobs
+	WHERE lease_owner <> '' AND lease_until_ms <= $3 AND state IN ` + claimableStates + `
+		AND (state = 'resumable' OR run_at_ms <= $3)
+	ORDER BY priority DESC, run_at_ms, created_at_ms, id
+	LIMIT $4
+	FOR NO KEY UPDATE SKIP LOCKED
+), due AS (
+	SELECT id FROM (SELECT * FROM unclaimed UNION ALL SELECT * FROM lapsed) AS candidate
+	ORDER BY priority DESC, run_at_ms, created_at_ms, id
+	LIMIT $4
 )
 UPDATE jobs SET fence = jobs.fence + 1, lease_owner = $1, lease_until_ms = $2, updated_at_ms = $3
 FROM due WHERE jobs.id = due.id
@@ -432,12 +447,32 @@ func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
 // transaction, holding the row lock: it must be quick. Should the server
 // roll the transaction back for a deadlock, the change is applied again
 // from a fresh read, Mutate included.
+//
+// Three round trips: the transaction's BEGIN with the locking read, the
+// writes, the COMMIT.
 func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
 	var out job.Job
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = applyJob(ctx, tx, id, fence, ch)
-		return err
+	err := retry(ctx, func() error {
+		var old job.Job
+		var transitionSeq, receiptSeq int64
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		b.Queue(lockJob, id).QueryRow(func(row pgx.Row) error {
+			var err error
+			old, err = scanJob(row, &transitionSeq, &receiptSeq)
+			return notFound(err)
+		})
+		br := s.pool.SendBatch(ctx, b)
+		err := br.Close()
+		tx := br.Tx()
+		defer tx.Rollback(ctx) // after a commit, a no-op
+		if err != nil {
+			return err
+		}
+		if out, err = applyJob(ctx, tx, old, transitionSeq, receiptSeq, fence, ch); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
 	})
 	if err != nil {
 		return job.Job{}, wrapErr("apply to job "+id, err)
@@ -445,12 +480,11 @@ func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Cha
 	return out, nil
 }
 
-func applyJob(ctx context.Context, tx pgx.Tx, id string, fence int64, ch job.Change) (job.Job, error) {
-	var transitionSeq, receiptSeq int64
-	old, err := scanJob(tx.QueryRow(ctx, lockJob, id), &transitionSeq, &receiptSeq)
-	if err != nil {
-		return job.Job{}, notFound(err)
-	}
+// applyJob checks ch against old, the job as locked in tx with its history
+// counters, and writes the changed job, its transition, attempt and
+// receipt in tx.
+func applyJob(ctx context.Context, tx pgx.Tx, old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change) (job.Job, error) {
+	id := old.ID
 	if fence >= 0 && fence != old.Fence {
 		return job.Job{}, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
@@ -69,7 +70,11 @@ func withParams(t testing.TB, dsn string, kv ...string) string {
 
 // adminExec runs sql on a connection of its own to the test server.
 func adminExec(ctx context.Context, dsn, sql string) error {
-	conn, err := pgx.Connect(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn) // leaves out the pool_* settings
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return err
 	}

@@ -34,9 +34,10 @@ CREATE TABLE jobs (
     CHECK (state <> 'running' OR lease_owner <> '')
 );
 
--- Claiming: due ready and resumable jobs in claim order.
+-- Claiming: unclaimed ready and resumable jobs in claim order (claimed
+-- ones whose lease ran out are found through jobs_lease).
 CREATE INDEX jobs_claim ON jobs (priority DESC, run_at_ms, created_at_ms, id)
-    WHERE state IN ('ready', 'resumable');
+    WHERE state IN ('ready', 'resumable') AND lease_owner = '';
 -- The next claimable time.
 CREATE INDEX jobs_claimable_at ON jobs (run_at_ms)
     WHERE state IN ('ready', 'resumable') AND lease_owner = '';
