@@ -117,13 +117,12 @@ func parseDSN(dsn string) (*pgxpool.Config, string, error) {
 		return nil, "", &DSNError{DSN: Redact(dsn), Err: errors.New("not a postgres:// or postgresql:// URL")}
 	}
 	where := Redact(dsn)
+	// The parsers' messages about a URL that does not parse quote parts of
+	// it, and in such a URL a password may run into the host, the port or
+	// the path (an unescaped '/' in it, say): say what to check instead.
 	u, err := url.Parse(dsn)
 	if err != nil {
-		// net/url's message quotes parts of the input, and in a URL that
-		// does not parse a password may run into the host or the port
-		// (an unescaped '/' in it, say): say what to check instead.
-		return nil, "", &DSNError{DSN: where, Err: errors.New("not a valid URL: percent-encode any of " +
-			"@ : / ? # [ ] in the user name and password, and give the port as a number")}
+		return nil, "", &DSNError{DSN: where, Err: errInvalidURL}
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -134,6 +133,9 @@ func parseDSN(dsn string) (*pgxpool.Config, string, error) {
 			if i := strings.Index(rest, "`: "); i >= 0 {
 				msg = rest[i+3:]
 			}
+		}
+		if strings.HasPrefix(msg, "failed to parse as URL") {
+			return nil, "", &DSNError{DSN: where, Err: errInvalidURL}
 		}
 		return nil, "", &DSNError{DSN: where, Err: errors.New(oneLine(msg, urlSecrets(dsn)))}
 	}
@@ -147,25 +149,29 @@ func parseDSN(dsn string) (*pgxpool.Config, string, error) {
 	return cfg, where, nil
 }
 
+// errInvalidURL is the error of a DSN that does not parse as a URL.
+var errInvalidURL = errors.New("not a valid URL: percent-encode any of @ : / ? # [ ] or a space " +
+	"in the user name and password, and give the port as a number")
+
 // secretParams are the URL parameters that hold secrets.
 var secretParams = []string{"password", "sslpassword"}
 
 // urlSecrets lists the secrets written in dsn: its password and the values
 // of its secret parameters.
 func urlSecrets(dsn string) []string {
+	var out []string
+	// Should the URL be read otherwise than its writer meant: what stands
+	// between the first ':' and the last '@' after the scheme.
+	_, rest, _ := strings.Cut(dsn, "://")
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+			out = append(out, pw)
+		}
+	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		// Best effort: what stands between the first ':' and the last '@'
-		// of what follows the scheme.
-		_, rest, _ := strings.Cut(dsn, "://")
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-				return []string{pw}
-			}
-		}
-		return nil
+		return out
 	}
-	var out []string
 	if u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			out = append(out, p, url.PathEscape(p), url.QueryEscape(p))
