@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +52,22 @@ SELECT host, $3::text, resource, limit_units, remaining, reset_at_ms, reset_know
 	observed_at_ms, observed_by, source, cause FROM moved ORDER BY resource
 ` + onConflictKeepNewest
 
-// RecordStates implements store.Store: one statement, so one transaction.
+// Ledger writers lock. LearnLogin moves rows from one principal to another,
+// locking a token's rows and then its login's, while RecordStates locks the
+// rows of one call in key order, which may be the other way round: two such
+// transactions could deadlock, and PostgreSQL would find it only after its
+// deadlock_timeout. So ledger writes also take a transaction-scoped
+// advisory lock per provider host, before any row: RecordStates a shared
+// one (writers never wait for each other), LearnLogin an exclusive one (it
+// waits for the writes in flight on that host, and holds new ones back for
+// the moment it runs). Advisory locks are taken in host order, and before
+// any row lock, so they never close a cycle.
+const (
+	lockLedgerShared    = `SELECT pg_advisory_xact_lock_shared(hashtext('layover.ledger:' || current_schema()), hashtext($1))`
+	lockLedgerExclusive = `SELECT pg_advisory_xact_lock(hashtext('layover.ledger:' || current_schema()), hashtext($1))`
+)
+
+// RecordStates implements store.Store: one transaction, one round trip.
 // Times are kept in milliseconds, and "most recent" compares those.
 func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 	if len(states) == 0 {
@@ -69,10 +85,15 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 		known[i], raw[i], observed[i] = st.ResetKnown, st.RawReset, ms(st.ObservedAt)
 		by[i], sources[i], causes[i] = st.ObservedBy, string(st.Source), string(st.Cause)
 	}
-	err := retry(ctx, func() error {
-		_, err := s.pool.Exec(ctx, recordStates, hosts, principals, resources, limits, remaining, resets,
+	locks := slices.Compact(slices.Sorted(slices.Values(hosts)))
+	err := s.sendBatch(ctx, func() *pgx.Batch {
+		b := &pgx.Batch{}
+		for _, h := range locks {
+			b.Queue(lockLedgerShared, h)
+		}
+		b.Queue(recordStates, hosts, principals, resources, limits, remaining, resets,
 			known, raw, observed, by, sources, causes)
-		return err
+		return b
 	})
 	return wrapErr("record states", err)
 }
@@ -132,10 +153,12 @@ func (s *Store) Login(ctx context.Context, host, fingerprint string) (string, bo
 }
 
 // LearnLogin implements store.Store: the login and the merge of the
-// token's states in one transaction.
+// token's states in one transaction (one round trip), exclusive of the
+// other ledger writes on host.
 func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string, at time.Time) error {
 	err := s.sendBatch(ctx, func() *pgx.Batch {
 		b := &pgx.Batch{}
+		b.Queue(lockLedgerExclusive, host)
 		b.Queue(`INSERT INTO principal_login (host, fingerprint, login, learned_at_ms) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (host, fingerprint) DO UPDATE SET login = excluded.login, learned_at_ms = excluded.learned_at_ms`,
 			host, fingerprint, login, ms(at))

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,5 +362,84 @@ func TestReceiptsCannotChange(t *testing.T) {
 	h, err := s.JobHistory(ctx, "j1")
 	if err != nil || len(h.Receipts) != 1 || string(h.Receipts[0].JSON) != `{"r":1}` {
 		t.Errorf("receipts = %+v, %v; want the one stored, unchanged", h.Receipts, err)
+	}
+}
+
+// TestLedgerAcrossPools has 4 pools (hosts) of 8 goroutines write
+// overlapping keys in random order, each observation newer than the last
+// written anywhere, while logins are learned that merge a token's rows into
+// its login's: no write fails (a deadlock between writers is retried), and
+// every key ends holding the newest observation written to it.
+func TestLedgerAcrossPools(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	pools := make([]*postgres.Store, 4)
+	for i := range pools {
+		pools[i] = open(t, withParams(t, dsn, "pool_max_conns", "8"))
+	}
+
+	const fp = "0123456789ab"
+	principals := []string{"octocat", "tok:" + fp, "hubot"}
+	resources := []string{"core", "graphql", "search", "code_search"}
+	var clock atomic.Int64 // observation times, in ms after base
+	var mu sync.Mutex
+	newest := map[quota.Key]int64{} // by key as written, the login's for the token's
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for p, s := range pools {
+		for w := range 8 {
+			wg.Go(func() {
+				r := mrand.New(mrand.NewPCG(uint64(p), uint64(w)))
+				for range 60 {
+					if r.IntN(10) == 0 {
+						if err := s.LearnLogin(ctx, "api.github.com", fp, "octocat", base); err != nil {
+							errs <- err
+							return
+						}
+						continue
+					}
+					var batch []quota.State
+					for range 1 + r.IntN(6) {
+						k := quota.Key{Host: "api.github.com", Principal: principals[r.IntN(3)], Resource: resources[r.IntN(4)]}
+						at := clock.Add(1)
+						batch = append(batch, quota.State{Key: k, Limit: 5000, Remaining: at, ResetAt: base.Add(time.Hour),
+							ObservedAt: base.Add(time.Duration(at) * time.Millisecond), ObservedBy: "writer"})
+						if k.Principal == "tok:"+fp {
+							k.Principal = "octocat"
+						}
+						mu.Lock()
+						newest[k] = max(newest[k], at)
+						mu.Unlock()
+					}
+					if err := s.RecordStates(ctx, batch); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := pools[0].LearnLogin(ctx, "api.github.com", fp, "octocat", base); err != nil {
+		t.Fatal(err)
+	}
+	all, err := pools[1].AllStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[quota.Key]int64{}
+	for _, st := range all {
+		got[st.Key] = st.Remaining
+		if want := base.Add(time.Duration(st.Remaining) * time.Millisecond); !st.ObservedAt.Equal(want) {
+			t.Errorf("%s: remaining %d observed at %s: fields of two writes mixed", st.Key, st.Remaining, st.ObservedAt)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(newest) {
+		t.Errorf("ledger after the writes:\n%v\nwant the newest written per key:\n%v", got, newest)
 	}
 }
