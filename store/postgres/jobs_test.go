@@ -336,3 +336,66 @@ func TestConcurrentSweeps(t *testing.T) {
 		}
 	}
 }
+
+// TestRacingSubmitsAndSkips: writers on several pools racing to create the
+// same row get one winner. One submit of an id creates the job, the others
+// with its spec get it back uncreated, those with another spec a conflict;
+// one RecordSkip of a reason writes its line.
+func TestRacingSubmitsAndSkips(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pools := hostPools(t, freshSchema(t), 4, 8)
+
+	const racers = 32
+	created := make([]bool, racers)
+	wrote := make([]bool, racers)
+	submitErrs := make([]error, racers)
+	errs := make([]error, racers)
+	priority := func(i int) int { return i % 8 / 7 } // 1 for every 8th racer: another spec
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			s := pools[i%len(pools)]
+			j := benchJob("same")
+			j.Spec.Priority = priority(i)
+			_, created[i], submitErrs[i] = s.SubmitJob(ctx, j, &job.Receipt{JSON: testReceipt, IssuedAt: base}, base)
+			wrote[i], errs[i] = s.RecordSkip(ctx, "pass:x", "core@1", store.Activity{At: base, Kind: "skip", Line: "skipped"})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	count := func(bs []bool) (n int) {
+		for _, b := range bs {
+			if b {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(created); n != 1 {
+		t.Fatalf("%d submits created the job, want 1", n)
+	}
+	winner := slices.Index(created, true)
+	for i, err := range submitErrs {
+		switch {
+		case i == winner && err != nil:
+			t.Errorf("the creating submit failed: %v", err)
+		case i != winner && priority(i) == priority(winner) && err != nil:
+			t.Errorf("submit %d of the stored spec = %v, want the stored job", i, err)
+		case i != winner && priority(i) != priority(winner) && !errors.Is(err, job.ErrConflict):
+			t.Errorf("submit %d of another spec = %v, want job.ErrConflict", i, err)
+		}
+	}
+	if n := count(wrote); n != 1 {
+		t.Errorf("%d skips wrote, want 1", n)
+	}
+	h, err := pools[0].JobHistory(ctx, "same")
+	if err != nil || len(h.Transitions) != 1 || len(h.Receipts) != 1 {
+		t.Errorf("history = %+v, %v; want one submission with its receipt", h, err)
+	}
+	if lines, err := pools[0].Activity(ctx, 0); err != nil || len(lines) != 1 {
+		t.Errorf("activity = %+v, %v; want one line", lines, err)
+	}
+}
