@@ -8,11 +8,21 @@
 //
 // Concurrency is PostgreSQL's own: every write is one transaction at READ
 // COMMITTED; a change to a job locks its row (SELECT … FOR NO KEY UPDATE)
-// and checks its fence in that transaction; ClaimJobs takes due jobs with
-// FOR NO KEY UPDATE SKIP LOCKED, so claimers on many hosts never wait for
-// or share a job; the ledger is upserted with INSERT … ON CONFLICT, the
-// most recent observation winning. A receipt is written in the transaction
-// that records its wake-up, and a claim in the one that bumps its fence.
+// and checks its fence in that transaction; ClaimJobs and SweepJobs take
+// their rows with FOR NO KEY UPDATE SKIP LOCKED, so hosts never wait for
+// each other nor take a job twice; the ledger is upserted with INSERT … ON
+// CONFLICT, the most recent observation winning, under a per-provider-host
+// advisory lock that keeps LearnLogin's merge from deadlocking with it. A
+// receipt is written in the transaction that records its wake-up, and a
+// claim in the one that bumps its fence. A transaction the server rolls
+// back for a deadlock or a serialization failure is run again (see
+// maxTries); no other failure is retried, since a commit whose answer was
+// lost may have happened.
+//
+// The pool holds DefaultMaxConns connections unless the DSN says
+// otherwise, and statements are prepared once per connection (pgx's
+// statement cache): behind a pooler in transaction mode, set
+// default_query_exec_mode=exec in the DSN.
 //
 // Times are kept as bigint milliseconds since the Unix epoch (UTC), 0 for
 // "none", as store/sqlite keeps them: the stores' contract is millisecond

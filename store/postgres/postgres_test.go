@@ -70,18 +70,33 @@ func withParams(t testing.TB, dsn string, kv ...string) string {
 	return u.String()
 }
 
-// adminExec runs sql on a connection of its own to the test server.
+// admin is a pool on the test server for making and dropping schemas,
+// shared by the tests of this process (the server forks a process per
+// connection: a connection per test would cost more than the test).
+var admin = struct {
+	sync.Mutex
+	pools map[string]*pgxpool.Pool
+}{pools: map[string]*pgxpool.Pool{}}
+
+// adminExec runs sql on the shared pool for dsn.
 func adminExec(ctx context.Context, dsn, sql string) error {
-	cfg, err := pgxpool.ParseConfig(dsn) // leaves out the pool_* settings
-	if err != nil {
-		return err
+	admin.Lock()
+	p, ok := admin.pools[dsn]
+	if !ok {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			admin.Unlock()
+			return err
+		}
+		cfg.MaxConns = 4
+		if p, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			admin.Unlock()
+			return err
+		}
+		admin.pools[dsn] = p
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
+	admin.Unlock()
+	_, err := p.Exec(ctx, sql)
 	return err
 }
 
@@ -140,6 +155,30 @@ func TestJobs(t *testing.T) {
 	testDSN(t)
 
 	storetest.RunJobs(t, func(t *testing.T) store.Jobs { return openFresh(t) })
+}
+
+// TestWithoutPreparedStatements runs both suites with statements sent
+// unprepared (default_query_exec_mode=exec), as behind a pooler in
+// transaction mode.
+func TestWithoutPreparedStatements(t *testing.T) {
+	t.Parallel()
+	testDSN(t)
+
+	dsn := func(t *testing.T) string { return withParams(t, freshSchema(t), "default_query_exec_mode", "exec") }
+	t.Run("Store", func(t *testing.T) {
+		t.Parallel()
+		storetest.Run(t, func(t *testing.T) store.Store {
+			s, err := postgres.Open(t.Context(), dsn(t))
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			return s
+		})
+	})
+	t.Run("Jobs", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunJobs(t, func(t *testing.T) store.Jobs { return open(t, dsn(t)) })
+	})
 }
 
 func TestRedact(t *testing.T) {
