@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store"
@@ -448,31 +449,45 @@ func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
 // roll the transaction back for a deadlock, the change is applied again
 // from a fresh read, Mutate included.
 //
-// Three round trips: the transaction's BEGIN with the locking read, the
-// writes, the COMMIT.
+// Two round trips: BEGIN with the locking read, then the writes with the
+// COMMIT.
 func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
 	var out job.Job
 	err := retry(ctx, func() error {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		// A connection still in a transaction (a ROLLBACK that failed) is
+		// closed on release, not reused.
+		defer c.Release()
 		var old job.Job
 		var transitionSeq, receiptSeq int64
 		b := &pgx.Batch{}
-		b.BeginTx(pgx.TxOptions{})
+		b.Queue("BEGIN")
 		b.Queue(lockJob, id).QueryRow(func(row pgx.Row) error {
 			var err error
 			old, err = scanJob(row, &transitionSeq, &receiptSeq)
 			return notFound(err)
 		})
-		br := s.pool.SendBatch(ctx, b)
-		err := br.Close()
-		tx := br.Tx()
-		defer tx.Rollback(ctx) // after a commit, a no-op
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
+			rollback(ctx, c)
+			return err
+		}
+		j, writes, err := applyJob(old, transitionSeq, receiptSeq, fence, ch)
 		if err != nil {
+			rollback(ctx, c)
 			return err
 		}
-		if out, err = applyJob(ctx, tx, old, transitionSeq, receiptSeq, fence, ch); err != nil {
+		// A write that fails aborts the transaction, and the server skips
+		// what follows it, the COMMIT too.
+		writes.Queue("COMMIT")
+		if err := c.SendBatch(ctx, writes).Close(); err != nil {
+			rollback(ctx, c)
 			return err
 		}
-		return tx.Commit(ctx)
+		out = j
+		return nil
 	})
 	if err != nil {
 		return job.Job{}, wrapErr("apply to job "+id, err)
@@ -480,16 +495,23 @@ func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Cha
 	return out, nil
 }
 
-// applyJob checks ch against old, the job as locked in tx with its history
-// counters, and writes the changed job, its transition, attempt and
-// receipt in tx.
-func applyJob(ctx context.Context, tx pgx.Tx, old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change) (job.Job, error) {
+// rollback ends the transaction c is in, if any.
+func rollback(ctx context.Context, c *pgxpool.Conn) {
+	if c.Conn().PgConn().TxStatus() != 'I' {
+		c.Exec(ctx, "ROLLBACK")
+	}
+}
+
+// applyJob checks ch against old, the job as locked with its history
+// counters, and returns the changed job and the writes that store it, its
+// transition, attempt and receipt.
+func applyJob(old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change) (job.Job, *pgx.Batch, error) {
 	id := old.ID
 	if fence >= 0 && fence != old.Fence {
-		return job.Job{}, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
+		return job.Job{}, nil, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
 	}
 	if err := ch.Check(old); err != nil {
-		return job.Job{}, err
+		return job.Job{}, nil, err
 	}
 
 	j := old
@@ -523,12 +545,12 @@ func applyJob(ctx context.Context, tx pgx.Tx, old job.Job, transitionSeq, receip
 	}
 	if j.State == job.Running && j.LeaseOwner == "" {
 		if fence >= 0 {
-			return job.Job{}, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
+			return job.Job{}, nil, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
 		}
-		return job.Job{}, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
+		return job.Job{}, nil, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
 	}
 	if ch.Attempt != nil && ch.Attempt.ID == "" {
-		return job.Job{}, errors.New("an attempt without an id")
+		return job.Job{}, nil, errors.New("an attempt without an id")
 	}
 	j = normJob(j)
 	if ch.To != "" {
@@ -567,10 +589,7 @@ func applyJob(ctx context.Context, tx pgx.Tx, old job.Job, transitionSeq, receip
 		}
 		b.Queue(insertReceipt, id, receiptSeq, data, ms(rc.IssuedAt))
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return job.Job{}, err
-	}
-	return j, nil
+	return j, b, nil
 }
 
 // ClaimJobs implements store.Jobs: one statement, so the claims and their
