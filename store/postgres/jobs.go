@@ -158,9 +158,10 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	// nextJobDue is the earliest of what SweepJobs and ClaimJobs look for,
 	// one index look-up each (NULL: nothing). A deadline, resume_by or
 	// progress deadline is passed one millisecond after it (the sweep's
-	// "<").
+	// "<"). "fence >= 0", true of every job, matches jobs_claimable_at's
+	// predicate (see migration 003).
 	nextJobDue = `SELECT LEAST(
-	(SELECT min(run_at_ms) FROM jobs WHERE state IN ` + claimableStates + ` AND lease_owner = ''),
+	(SELECT min(run_at_ms) FROM jobs WHERE state IN ` + claimableStates + ` AND lease_owner = '' AND fence >= 0),
 	(SELECT min(run_at_ms) FROM jobs WHERE state = 'deferred' AND ownership = 'retained'),
 	(SELECT min(lease_until_ms) FROM jobs WHERE lease_owner <> ''),
 	(SELECT min(progress_by_ms) + 1 FROM jobs WHERE progress_by_ms > 0 AND state = 'running'),

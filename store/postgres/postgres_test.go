@@ -323,8 +323,8 @@ func TestOpenConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil || fmt.Sprint(versions) != "[1 2]" {
-		t.Errorf("schema_migrations = %v, %v; want [1 2]", versions, err)
+	if err != nil || fmt.Sprint(versions) != "[1 2 3]" {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3]", versions, err)
 	}
 	st, err := s.AllStates(t.Context())
 	if err != nil || len(st) != 1 || st[0].Remaining != n-1 {
@@ -480,5 +480,59 @@ func TestLedgerAcrossPools(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(newest) {
 		t.Errorf("ledger after the writes:\n%v\nwant the newest written per key:\n%v", got, newest)
+	}
+}
+
+// TestMigrateFromVersion2: a store made by a layover that knew migrations 1
+// and 2 is brought up to date by Open, its data kept.
+func TestMigrateFromVersion2(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := freshSchema(t)
+
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, name := range []string{"001_ledger", "002_jobs"} {
+		body, err := os.ReadFile("migration/" + name + ".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(body)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO schema_migrations (version, name) VALUES (1, '001_ledger'), (2, '002_jobs');
+		INSERT INTO quota_state VALUES ('api.github.com', 'octocat', 'core', 5000, 42, 1794319445123, true,
+			1794319445, 1794319000000, 'host-a', 'headers', '')`); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, dsn)
+	if st, err := s.AllStates(ctx); err != nil || len(st) != 1 || st[0].Remaining != 42 {
+		t.Errorf("AllStates after the upgrade = %+v, %v; want the state stored before", st, err)
+	}
+	j := job.Job{ID: "j1", Spec: job.Spec{Argv: []string{"true"}}}
+	if _, _, err := s.SubmitJob(ctx, j, nil, base); err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	if err := s.Pool().QueryRow(ctx, `SELECT indexdef FROM pg_indexes
+		WHERE schemaname = current_schema() AND indexname = 'jobs_claimable_at'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "fence >= 0") {
+		t.Errorf("jobs_claimable_at after the upgrade: %s", def)
+	}
+	if at, ok, err := s.NextJobDue(ctx); err != nil || !ok || !at.IsZero() {
+		t.Errorf("NextJobDue = %s, %v, %v; want the ready job due now", at, ok, err)
 	}
 }
