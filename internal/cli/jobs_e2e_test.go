@@ -51,7 +51,7 @@ func (b *bundle) show(id string) shownJob {
 // it), failing after a bound.
 func (b *bundle) awaitJob(id, state string) shownJob {
 	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		j := b.show(id)
 		if j.State == state {
@@ -202,7 +202,7 @@ func TestServeResumesSubmittedDeferral(t *testing.T) {
 		t.Fatalf("the job did not run with LAYOVER_JOB_ID: %q", data)
 	}
 
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(2*time.Second))
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(4*time.Second))
 	r = b.layover(runArgs([]string{"--submit"}, "gh", "api", "/repos/octo/demo")...)
 	if r.code != 6 || !strings.Contains(r.stderr, "retained by the live durable host") {
 		t.Fatalf("run --submit: exit %d stderr:\n%s", r.code, r.stderr)

@@ -24,7 +24,7 @@ func runArgs(extra []string, cmd ...string) []string {
 func TestRunWaitsOutExhaustion(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(time.Second))
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(4*time.Second))
 
 	r := b.layover(runArgs(nil, "gh", "api", "/repos/octo/demo/issues")...)
 	if r.code != 0 {
@@ -50,7 +50,7 @@ func TestRunWaitsOutExhaustion(t *testing.T) {
 func TestRunWaitsOutGraphQLExhaustion(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "graphql", 0, nextSecond(time.Second))
+	b.gh.SetQuota(testToken, "graphql", 0, nextSecond(4*time.Second))
 	r := b.layover(runArgs(nil, "gh", "pr", "list")...)
 	if r.code != 0 || !strings.Contains(r.stderr, "for the GitHub quota (graphql)") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
@@ -90,7 +90,7 @@ func TestRunCapRefusesLongWait(t *testing.T) {
 func TestRunQuotaWaitsBeforeStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(time.Second))
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(4*time.Second))
 	// A skipped pass records the exhaustion in the ledger.
 	if r := b.layover("pass", "--", "true"); r.code != 0 {
 		t.Fatal(r.stderr)
