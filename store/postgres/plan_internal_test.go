@@ -15,11 +15,12 @@ import (
 )
 
 // TestClaimPlan: ClaimJobs reads unclaimed jobs in claim order through
-// jobs_claim, whatever the statistics say: none yet (a new store), or
-// stale ones taken when no job was claimable (a burst of submissions into
-// an idle store). A plan that sorts every claimable job instead makes each
-// claim cost the size of the queue. NextJobDue still finds the next
-// claimable time through jobs_claimable_at.
+// jobs_claim, whatever the statistics say (see claimPlan): none yet (a
+// new store), stale ones taken when no job was claimable (a burst of
+// submissions into an idle store), or fresh ones. A plan that sorts every
+// claimable job instead makes each claim cost the size of the queue.
+// NextJobDue still finds the next claimable time through
+// jobs_claimable_at.
 func TestClaimPlan(t *testing.T) {
 	t.Parallel()
 	dsn := os.Getenv("LAYOVER_TEST_POSTGRES")
@@ -61,18 +62,36 @@ func TestClaimPlan(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	// insert adds n jobs in state.
+	// insert adds n jobs in state, as SubmitJob writes them: one priority,
+	// one creation time, a spec of a realistic size.
+	spec := `'{"name":"bench","argv":["gh","pr","create","--fill"],"workdir":"/srv/repo","env_names":["GH_TOKEN"],` +
+		`"quota":["github"],"provider":"github","priority":0,"deadline":"2026-11-11T14:00:00Z","resume_cmd":"",` +
+		`"check_cmd":"","verify_cmd":"","plan_cmd":"","fresh_approval_required":false,"max_attempts":0,"progress_timeout":0}'`
 	insert := func(prefix, state string, n int) {
 		t.Helper()
 		exec(`INSERT INTO jobs (id, spec, state, stage, ownership, priority, deadline_ms, created_at_ms,
 			updated_at_ms, run_at_ms, resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts,
 			probes, approved, session_id, transition_seq, receipt_seq)
-			SELECT '` + prefix + `' || i, '{}', '` + state + `', '', '', i % 3, 0, i, i, 0, 0, 0, '', 0, 0, 0, 0,
-			false, '', 1, 0 FROM generate_series(1, ` + strconv.Itoa(n) + `) AS i`)
+			SELECT '` + prefix + `' || i, ` + spec + `, '` + state + `', 'ready', '', 0, 1794405600000, 1794319200000,
+			1794319200000, 0, 0, 0, '', 0, 0, 0, 0, false, '', 1, 0 FROM generate_series(1, ` + strconv.Itoa(n) + `) AS i`)
 	}
-	plan := func(query string, args ...any) string {
+	// plan explains query as the store runs it: after setup, in a
+	// transaction, with a plan the server would cache (pgx prepares every
+	// statement) forced generic or not.
+	plan := func(setup, query string, generic bool, args ...any) string {
 		t.Helper()
-		rows, err := s.pool.Query(ctx, "EXPLAIN "+query, args...)
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if generic {
+			setup += "; SET LOCAL plan_cache_mode = force_generic_plan"
+		}
+		if _, err := tx.Exec(ctx, setup); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE) "+query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,25 +104,34 @@ func TestClaimPlan(t *testing.T) {
 	now := time.Now().UnixMilli()
 	checkClaim := func(what string) {
 		t.Helper()
-		p := plan(claimJobs, "host-a", now+30_000, now, 16)
-		if !strings.Contains(p, "Index Scan using jobs_claim on") || strings.Contains(p, "jobs_claimable_at") {
-			t.Errorf("%s: the claim does not read jobs_claim in order:\n%s", what, p)
+		for _, generic := range []bool{false, true} {
+			p := plan(claimPlan, claimJobs, generic, "host-a", now+30_000, now, 16)
+			// The unclaimed jobs' part of the plan.
+			_, unclaimed, _ := strings.Cut(p, "CTE unclaimed")
+			unclaimed, _, _ = strings.Cut(unclaimed, "CTE lapsed")
+			if !strings.Contains(unclaimed, "Index Scan using jobs_claim on") || strings.Contains(unclaimed, "Sort") ||
+				strings.Contains(unclaimed, "Bitmap") || strings.Contains(p, "JIT") {
+				t.Errorf("%s (generic plan: %v): the claim does not read jobs_claim in order, or is compiled:\n%s", what, generic, p)
+			}
 		}
 	}
 
 	exec(`ALTER TABLE jobs SET (autovacuum_enabled = false)`)
-	insert("ready-", "ready", 5000)
+	insert("ready-", "ready", 20000)
 	checkClaim("no statistics")
+	exec(`DELETE FROM jobs`)
+	insert("again-", "ready", 20000)
+	checkClaim("no statistics, after a delete")
 
 	exec(`DELETE FROM jobs`)
-	insert("done-", "complete", 5000)
+	insert("done-", "complete", 20000)
 	exec(`ANALYZE jobs`)
-	insert("ready-", "ready", 5000)
+	insert("ready-", "ready", 20000)
 	checkClaim("statistics from before the burst")
 
 	exec(`ANALYZE jobs`)
 	checkClaim("fresh statistics")
-	if p := plan(nextJobDue); !strings.Contains(p, "jobs_claimable_at") {
+	if p := plan("SELECT 1", nextJobDue, false); !strings.Contains(p, "jobs_claimable_at") {
 		t.Errorf("NextJobDue does not read jobs_claimable_at:\n%s", p)
 	}
 }
