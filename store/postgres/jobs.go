@@ -701,7 +701,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 // SweepJobs implements store.Jobs: cancels the jobs past their deadline,
 // then those whose receipt expired, takes back lost claims and passed
 // progress deadlines, then wakes the due retained deferrals, all in one
-// transaction (one round trip). Each job is counted once, by the first
+// transaction (one round trip, with sweepPlan). Each job is counted once, by the first
 // rule that moved it. A job another transaction holds at that moment is
 // left to the next sweep.
 func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
@@ -709,9 +709,9 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 	at := ms(now)
 	// The count each rule of sweepSteps adds to.
 	counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
-	err := s.sendBatch(ctx, func() *pgx.Batch {
+	err := s.txBatch(ctx, func(b *pgx.Batch) {
 		res = store.SweepResult{}
-		b := &pgx.Batch{}
+		b.Queue(sweepPlan)
 		for i, st := range sweepSteps {
 			args := []any{at, st.reason}
 			if st.outcome != "" {
@@ -724,13 +724,22 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 				return err
 			})
 		}
-		return b
 	})
 	if err != nil {
 		return store.SweepResult{}, wrapErr("sweep jobs", err)
 	}
 	return res, nil
 }
+
+// sweepPlan has the sweep read the jobs each rule selects through that
+// rule's partial index, and reach their rows, attempts and transitions by
+// key, one at a time, as befits the few jobs a sweep moves. Without
+// statistics the planner takes "lease_owner <> ''" for nearly every job and
+// scans the whole table, at every sweep; with scans of whole tables and
+// hash and merge joins priced out it cannot. JIT is off, as in claimPlan.
+// Only for the sweep's transaction.
+const sweepPlan = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true)`
 
 // NextJobDue implements store.Jobs. A time at or before now means work is
 // due now; a ready job with no RunAt is due since the zero time.

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -101,7 +100,23 @@ func TestClaimPlan(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	now := time.Now().UnixMilli()
+	now := int64(1794319200000 + 60_000) // a minute after the jobs were made, before their deadline
+	checkSweep := func(what string) {
+		t.Helper()
+		for i, st := range sweepSteps {
+			args := []any{now, st.reason}
+			if st.outcome != "" {
+				args = append(args, st.outcome)
+			}
+			for _, generic := range []bool{false, true} {
+				p := plan(sweepPlan, sweepQueries[i], generic, args...)
+				if strings.Contains(p, "Seq Scan") || strings.Contains(p, "Hash") || strings.Contains(p, "Merge") ||
+					strings.Contains(p, "JIT") {
+					t.Errorf("%s (generic plan: %v): sweep step %d reads whole tables, or is compiled:\n%s", what, generic, i, p)
+				}
+			}
+		}
+	}
 	checkClaim := func(what string) {
 		t.Helper()
 		for _, generic := range []bool{false, true} {
@@ -119,18 +134,22 @@ func TestClaimPlan(t *testing.T) {
 	exec(`ALTER TABLE jobs SET (autovacuum_enabled = false)`)
 	insert("ready-", "ready", 20000)
 	checkClaim("no statistics")
+	checkSweep("no statistics")
 	exec(`DELETE FROM jobs`)
 	insert("again-", "ready", 20000)
 	checkClaim("no statistics, after a delete")
+	checkSweep("no statistics, after a delete")
 
 	exec(`DELETE FROM jobs`)
 	insert("done-", "complete", 20000)
 	exec(`ANALYZE jobs`)
 	insert("ready-", "ready", 20000)
 	checkClaim("statistics from before the burst")
+	checkSweep("statistics from before the burst")
 
 	exec(`ANALYZE jobs`)
 	checkClaim("fresh statistics")
+	checkSweep("fresh statistics")
 	if p := plan("SELECT 1", nextJobDue, false); !strings.Contains(p, "jobs_claimable_at") {
 		t.Errorf("NextJobDue does not read jobs_claimable_at:\n%s", p)
 	}
