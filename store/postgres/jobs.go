@@ -734,7 +734,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 // sweepPlan has the sweep read the jobs each rule selects through that
 // rule's partial index, and reach their rows, attempts and transitions by
 // key, one at a time, as befits the few jobs a sweep moves. Without
-// statistics the planner takes "lease_owner <> ''" for nearly every job and
+// statistics the planner takes "lease_owner <> ”" for nearly every job and
 // scans the whole table, at every sweep; with scans of whole tables and
 // hash and merge joins priced out it cannot. JIT is off, as in claimPlan.
 // Only for the sweep's transaction.
