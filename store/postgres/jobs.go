@@ -734,8 +734,8 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 // sweepPlan has the sweep read the jobs each rule selects through that
 // rule's partial index, and reach their rows, attempts and transitions by
 // key, one at a time, as befits the few jobs a sweep moves. Without
-// statistics the planner takes "lease_owner <> ”" for nearly every job and
-// scans the whole table, at every sweep; with scans of whole tables and
+// statistics the planner takes nearly every job for claimed (a lease owner
+// that is not empty) and scans the whole table, at every sweep; with scans of whole tables and
 // hash and merge joins priced out it cannot. JIT is off, as in claimPlan.
 // Only for the sweep's transaction.
 const sweepPlan = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
