@@ -117,6 +117,16 @@ func TestClaimPlan(t *testing.T) {
 			}
 		}
 	}
+	// checkKeyed: statements that name their jobs read them by key.
+	checkKeyed := func(what string) {
+		t.Helper()
+		for _, generic := range []bool{false, true} {
+			p := plan("SELECT 1", renewLeases, generic, "host-a", []string{"ready-1", "ready-2"}, []int64{1, 1}, now+30_000)
+			if strings.Contains(p, "Seq Scan") {
+				t.Errorf("%s (generic plan: %v): the renewal reads the whole table:\n%s", what, generic, p)
+			}
+		}
+	}
 	checkClaim := func(what string) {
 		t.Helper()
 		for _, generic := range []bool{false, true} {
@@ -135,10 +145,12 @@ func TestClaimPlan(t *testing.T) {
 	insert("ready-", "ready", 20000)
 	checkClaim("no statistics")
 	checkSweep("no statistics")
+	checkKeyed("no statistics")
 	exec(`DELETE FROM jobs`)
 	insert("again-", "ready", 20000)
 	checkClaim("no statistics, after a delete")
 	checkSweep("no statistics, after a delete")
+	checkKeyed("no statistics, after a delete")
 
 	exec(`DELETE FROM jobs`)
 	insert("done-", "complete", 20000)
@@ -146,10 +158,12 @@ func TestClaimPlan(t *testing.T) {
 	insert("ready-", "ready", 20000)
 	checkClaim("statistics from before the burst")
 	checkSweep("statistics from before the burst")
+	checkKeyed("statistics from before the burst")
 
 	exec(`ANALYZE jobs`)
 	checkClaim("fresh statistics")
 	checkSweep("fresh statistics")
+	checkKeyed("fresh statistics")
 	if p := plan("SELECT 1", nextJobDue, false); !strings.Contains(p, "jobs_claimable_at") {
 		t.Errorf("NextJobDue does not read jobs_claimable_at:\n%s", p)
 	}
