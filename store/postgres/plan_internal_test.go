@@ -13,14 +13,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestClaimPlan: ClaimJobs reads unclaimed jobs in claim order through
-// jobs_claim, whatever the statistics say (see claimPlan): none yet (a
-// new store), stale ones taken when no job was claimable (a burst of
-// submissions into an idle store), or fresh ones. A plan that sorts every
-// claimable job instead makes each claim cost the size of the queue.
-// NextJobDue still finds the next claimable time through
+// TestPlans: the statements a host runs over and over read what they need
+// through indexes, whatever the statistics say (see claimPlan and
+// sweepPlan): none yet (a new store), none after a mass delete, stale ones
+// taken when no job was claimable (a burst of submissions into an idle
+// store), or fresh ones. ClaimJobs reads jobs_claim in claim order and
+// stops at its limit, instead of sorting the whole queue; the sweep's rules
+// read their partial indexes and reach rows by key; RenewLeases reads its
+// jobs by key; NextJobDue finds the next claimable time through
 // jobs_claimable_at.
-func TestClaimPlan(t *testing.T) {
+func TestPlans(t *testing.T) {
 	t.Parallel()
 	dsn := os.Getenv("LAYOVER_TEST_POSTGRES")
 	if dsn == "" {
