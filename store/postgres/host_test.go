@@ -11,6 +11,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 )
 
 // TestTwoHostsShareJobs runs two durable hosts, each with its own pool, on
@@ -20,7 +21,7 @@ import (
 func TestTwoHostsShareJobs(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 
 	const jobs = 200
 	var mu sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 )
 
 func benchJob(id string) job.Job {
@@ -48,7 +49,7 @@ func submitAll(t testing.TB, s store.Jobs, n int, mk func(i int) job.Job) {
 // conns connections.
 func hostPools(t testing.TB, dsn string, n, conns int) []*postgres.Store {
 	t.Helper()
-	dsn = withParams(t, dsn, "pool_max_conns", strconv.Itoa(conns))
+	dsn = pgtest.WithParams(t, dsn, "pool_max_conns", strconv.Itoa(conns))
 	out := make([]*postgres.Store, n)
 	for i := range out {
 		out[i] = open(t, dsn)
@@ -63,7 +64,7 @@ func hostPools(t testing.TB, dsn string, n, conns int) []*postgres.Store {
 func TestClaimAcrossPools(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 
 	const jobs, hosts, workers, rounds = 500, 4, 8, 3
 	const lease = time.Hour
@@ -158,7 +159,7 @@ func TestRenewAndSweepRace(t *testing.T) {
 	const lease = 30 * time.Second
 	for round := range rounds {
 		ctx := t.Context()
-		dsn := freshSchema(t)
+		dsn := pgtest.Schema(t)
 		pools := hostPools(t, dsn, hosts, 4)
 		submitAll(t, pools[0], hosts*perHost, func(i int) job.Job { return benchJob(fmt.Sprintf("j%03d", i)) })
 
@@ -289,7 +290,7 @@ func TestRenewAndSweepRace(t *testing.T) {
 func TestConcurrentSweeps(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	pools := hostPools(t, dsn, 4, 2)
 
 	const wake, pastDue = 300, 100
@@ -344,7 +345,7 @@ func TestConcurrentSweeps(t *testing.T) {
 func TestRacingSubmitsAndSkips(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pools := hostPools(t, freshSchema(t), 4, 8)
+	pools := hostPools(t, pgtest.Schema(t), 4, 8)
 
 	const racers = 32
 	created := make([]bool, racers)

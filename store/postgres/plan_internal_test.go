@@ -1,16 +1,13 @@
 package postgres
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 )
 
 // TestPlans: the statements a host runs over and over read what they need
@@ -24,34 +21,8 @@ import (
 // jobs_claimable_at.
 func TestPlans(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("LAYOVER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("LAYOVER_TEST_POSTGRES is not set")
-		}
-		t.Skip("LAYOVER_TEST_POSTGRES is not set (see postgres_test.go)")
-	}
 	ctx := t.Context()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "layover_test_" + hex.EncodeToString(b)
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	s, err := Open(ctx, u.String())
+	s, err := Open(ctx, pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}

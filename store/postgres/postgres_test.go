@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -22,103 +20,12 @@ import (
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 	"github.com/layoverhq/layover/store/storetest"
 )
 
-// envDSN names the server these tests use. Without it they skip, unless
-// CI is set: CI starts a server and must not pass by skipping.
-const envDSN = "LAYOVER_TEST_POSTGRES"
-
 // base is the fixed time these tests observe quotas and run jobs at.
 var base = time.Date(2026, 11, 10, 14, 0, 0, 0, time.UTC)
-
-// testDSN returns the test server's DSN, or skips t (fails it under CI).
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		const how = envDSN + " is not set: run these tests against a scratch PostgreSQL server with e.g. " +
-			envDSN + "='postgres://postgres@127.0.0.1:5432/layover_dev?sslmode=disable' go test ./store/postgres/ " +
-			"(each test works in a schema of its own, made and dropped by the test)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(how)
-		}
-		t.Skip(how)
-	}
-	return dsn
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// withParams returns dsn with the URL parameters in kv (name, value, ...)
-// set.
-func withParams(t testing.TB, dsn string, kv ...string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("%s: %v", envDSN, err)
-	}
-	q := u.Query()
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// admin is a pool on the test server for making and dropping schemas,
-// shared by the tests of this process (the server forks a process per
-// connection: a connection per test would cost more than the test).
-var admin = struct {
-	sync.Mutex
-	pools map[string]*pgxpool.Pool
-}{pools: map[string]*pgxpool.Pool{}}
-
-// adminExec runs sql on the shared pool for dsn.
-func adminExec(ctx context.Context, dsn, sql string) error {
-	admin.Lock()
-	p, ok := admin.pools[dsn]
-	if !ok {
-		cfg, err := pgxpool.ParseConfig(dsn)
-		if err != nil {
-			admin.Unlock()
-			return err
-		}
-		cfg.MaxConns = 4
-		if p, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
-			admin.Unlock()
-			return err
-		}
-		admin.pools[dsn] = p
-	}
-	admin.Unlock()
-	_, err := p.Exec(ctx, sql)
-	return err
-}
-
-// freshSchema makes an empty schema with a random name, dropped (with
-// everything in it) when t ends, and returns the test DSN with its
-// search_path set to it: a store opened on it sees only its own tables.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	dsn := testDSN(t)
-	schema := "layover_test_" + randomHex(6)
-	if err := adminExec(t.Context(), dsn, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := adminExec(ctx, dsn, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withParams(t, dsn, "search_path", schema)
-}
 
 // open opens a store on dsn, closed when t ends.
 func open(t testing.TB, dsn string) *postgres.Store {
@@ -134,15 +41,15 @@ func open(t testing.TB, dsn string) *postgres.Store {
 // openFresh opens a store on a fresh schema.
 func openFresh(t testing.TB) *postgres.Store {
 	t.Helper()
-	return open(t, freshSchema(t))
+	return open(t, pgtest.Schema(t))
 }
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	testDSN(t)
+	pgtest.DSN(t)
 
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := postgres.Open(t.Context(), freshSchema(t))
+		s, err := postgres.Open(t.Context(), pgtest.Schema(t))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -152,7 +59,7 @@ func TestStore(t *testing.T) {
 
 func TestJobs(t *testing.T) {
 	t.Parallel()
-	testDSN(t)
+	pgtest.DSN(t)
 
 	storetest.RunJobs(t, func(t *testing.T) store.Jobs { return openFresh(t) })
 }
@@ -162,9 +69,11 @@ func TestJobs(t *testing.T) {
 // transaction mode.
 func TestWithoutPreparedStatements(t *testing.T) {
 	t.Parallel()
-	testDSN(t)
+	pgtest.DSN(t)
 
-	dsn := func(t *testing.T) string { return withParams(t, freshSchema(t), "default_query_exec_mode", "exec") }
+	dsn := func(t *testing.T) string {
+		return pgtest.WithParams(t, pgtest.Schema(t), "default_query_exec_mode", "exec")
+	}
 	t.Run("Store", func(t *testing.T) {
 		t.Parallel()
 		storetest.Run(t, func(t *testing.T) store.Store {
@@ -210,7 +119,7 @@ func TestRedact(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	const pw = "Sup3r-s3cret-pw"
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -249,7 +158,7 @@ func TestOpenErrors(t *testing.T) {
 		{"password parameter", withPassword("", "", "password", pw, "sslmode", "sometimes"), true, "sslmode"},
 		{"refused", withPassword("127.0.0.1:1", ""), false, "cannot connect"},
 		{"unknown host", withPassword("no-such-host.invalid:5432", ""), false, "cannot connect"},
-		{"no such database", withPassword("", "/layover_no_such_db_"+randomHex(4)), false, "does not exist"},
+		{"no such database", withPassword("", "/layover_no_such_db_"+pgtest.RandomHex(4)), false, "does not exist"},
 		{"no such schema", withPassword("", "", "search_path", "layover_no_such_schema"), false, "search_path"},
 	}
 	for _, tt := range tests {
@@ -292,7 +201,7 @@ func cmpOr(a, b string) string {
 // it migrated, and every migration runs once.
 func TestOpenConcurrently(t *testing.T) {
 	t.Parallel()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 
 	const n = 8
 	errs := make([]error, n)
@@ -334,7 +243,7 @@ func TestOpenConcurrently(t *testing.T) {
 
 func TestReopenKeepsData(t *testing.T) {
 	t.Parallel()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	ctx := t.Context()
 
 	s, err := postgres.Open(ctx, dsn)
@@ -361,7 +270,7 @@ func TestReopenKeepsData(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	t.Parallel()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 
 	s := open(t, dsn)
 	if _, err := s.Pool().Exec(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES (99, '099_future')`); err != nil {
@@ -412,10 +321,10 @@ func TestReceiptsCannotChange(t *testing.T) {
 func TestLedgerAcrossPools(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 	pools := make([]*postgres.Store, 4)
 	for i := range pools {
-		pools[i] = open(t, withParams(t, dsn, "pool_max_conns", "8"))
+		pools[i] = open(t, pgtest.WithParams(t, dsn, "pool_max_conns", "8"))
 	}
 
 	const fp = "0123456789ab"
@@ -488,7 +397,7 @@ func TestLedgerAcrossPools(t *testing.T) {
 func TestMigrateFromVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := pgtest.Schema(t)
 
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
