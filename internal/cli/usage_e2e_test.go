@@ -99,7 +99,7 @@ func TestUnreachablePostgresStore(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, "s3cretpw") || !strings.Contains(r.stderr, "127.0.0.1:1") ||
-		strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") > 0 {
+		strings.Count(r.stderr, "connection refused") != 1 || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") > 0 {
 		t.Errorf("stderr %q: want one line naming the store, password masked", r.stderr)
 	}
 }

@@ -265,12 +265,27 @@ func describeOpenError(err error, secrets []string) string {
 		if inner := errors.Unwrap(ce); inner != nil {
 			cause = inner.Error()
 		}
+		// pgx joins the error of each attempt (every address, with and
+		// without TLS): say each different one once.
+		cause = distinctLines(cause)
 		if pgconn.Timeout(err) {
 			cause = "timed out: " + cause
 		}
 		return "cannot connect: " + oneLine(cause, secrets)
 	}
 	return oneLine(err.Error(), secrets)
+}
+
+// distinctLines joins the different lines of s with "; ", each once, in
+// order.
+func distinctLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Pool exposes the connection pool, for tests and benchmarks of this
