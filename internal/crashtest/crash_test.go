@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 )
 
 // The knobs of a run, from the environment. scripts/crashtest.sh sets them
@@ -183,6 +184,16 @@ func newWorld(t *testing.T, rng *rand.Rand) *world {
 		"GORACE=atexit_sleep_ms=0",
 	}
 	return w
+}
+
+// useStore points every layover process of the run at the store at loc.
+func (w *world) useStore(loc string) {
+	w.store = loc
+	for i, kv := range w.env {
+		if strings.HasPrefix(kv, "LAYOVER_STORE=") {
+			w.env[i] = "LAYOVER_STORE=" + loc
+		}
+	}
 }
 
 type result struct {
@@ -360,11 +371,24 @@ func (w *world) afterKill(st *stats, final bool) {
 	}
 }
 
-// TestCrashSafety is the crash test of issue 3 §4.
+// TestCrashSafety is the crash test of issue 3 §4, on the SQLite store.
 func TestCrashSafety(t *testing.T) {
+	crashSafety(t, "TestCrashSafety", "")
+}
+
+// TestCrashSafetyPostgres is the same on the PostgreSQL fleet store (a
+// fresh schema of the server LAYOVER_TEST_POSTGRES names); skipped without
+// one, except under CI.
+func TestCrashSafetyPostgres(t *testing.T) {
+	crashSafety(t, "TestCrashSafetyPostgres", pgtest.Schema(t))
+}
+
+// crashSafety runs the crash test on the store at loc ("" for a SQLite
+// file of the run's own).
+func crashSafety(t *testing.T, name, loc string) {
 	cfg := loadConfig(t)
-	repro := fmt.Sprintf("%s=%d %s=%d %s=%d go test -count=1 -run TestCrashSafety ./internal/crashtest",
-		envJobs, cfg.jobs, envKills, cfg.kills, envSeed, cfg.seed)
+	repro := fmt.Sprintf("%s=%d %s=%d %s=%d go test -count=1 -run '^%s$' ./internal/crashtest",
+		envJobs, cfg.jobs, envKills, cfg.kills, envSeed, cfg.seed, name)
 	t.Logf("crash test: %d jobs, %d kills, seed %d, timeout %s", cfg.jobs, cfg.kills, cfg.seed, cfg.timeout)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -373,6 +397,9 @@ func TestCrashSafety(t *testing.T) {
 	})
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x6c61796f766572))
 	w := newWorld(t, rng)
+	if loc != "" {
+		w.useStore(loc)
+	}
 	plan := makePlan(rng, cfg.jobs)
 	// Each goroutine draws from a source of its own, derived from the seed.
 	quotaRng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
