@@ -7,6 +7,7 @@
 #   scripts/crashtest.sh                       # 200 jobs, a random seed
 #   LAYOVER_CRASH_SEED=42 scripts/crashtest.sh # the same plan, kill times and quota windows
 #   scripts/crashtest.sh -race                 # extra go test flags go through
+#   LAYOVER_TEST_POSTGRES=postgres://… scripts/crashtest.sh   # also on PostgreSQL
 #
 # Also: LAYOVER_CRASH_KILLS (SIGKILLs before serve may finish; default
 # max(4, jobs/6)), LAYOVER_CRASH_TIMEOUT (bound on the run; default 60 s +
@@ -20,4 +21,6 @@ if [ -z "${LAYOVER_CRASH_SEED:-}" ]; then
 fi
 export LAYOVER_CRASH_SEED
 echo "crashtest: LAYOVER_CRASH_JOBS=$LAYOVER_CRASH_JOBS LAYOVER_CRASH_SEED=$LAYOVER_CRASH_SEED${LAYOVER_CRASH_KILLS:+ LAYOVER_CRASH_KILLS=$LAYOVER_CRASH_KILLS}"
-exec go test -count=1 -v -timeout 30m -run '^TestCrashSafety$' "$@" ./internal/crashtest
+run='^TestCrashSafety$'
+if [ -n "${LAYOVER_TEST_POSTGRES:-}" ]; then run='^TestCrashSafety(Postgres)?$'; fi
+exec go test -count=1 -v -timeout 30m -run "$run" "$@" ./internal/crashtest
