@@ -104,6 +104,8 @@ type Host struct {
 	loops   sync.WaitGroup // the scheduler and the heartbeat
 	jobs    sync.WaitGroup // attempts in flight
 	wake    chan struct{}
+	// watch tells the heartbeat of a new attempt to watch.
+	watch chan struct{}
 	// sleepUntil is when the scheduler loop next wakes by itself; zero
 	// while it is awake, about to read the store again.
 	sleepUntil time.Time
@@ -165,7 +167,7 @@ func New(cfg Config) (*Host, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Host{cfg: cfg, st: cfg.Store, grace: min(DefaultGrace, (cfg.Lease-cfg.Heartbeat)/2),
-		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1)}, nil
+		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1)}, nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {
@@ -365,6 +367,10 @@ func (h *Host) startJob(ctx context.Context, j job.Job) {
 	prev := h.active[j.ID]
 	h.active[j.ID] = a
 	h.mu.Unlock()
+	select {
+	case h.watch <- struct{}{}:
+	default:
+	}
 	h.jobs.Add(1)
 	go func() {
 		defer h.jobs.Done()
@@ -423,6 +429,8 @@ func (h *Host) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-lapse:
+		case <-h.watch:
+			// A new attempt: its lease joins the watch.
 		case <-tick:
 			// The time the leases are renewed from is read now, after the
 			// wait: leases run from it.

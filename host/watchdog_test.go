@@ -16,15 +16,17 @@ import (
 // fail, as a store that is unreachable or stuck behind a lock would.
 type flakyRenewals struct {
 	*sqlite.Store
-	mu    sync.Mutex
-	mode  string        // "", "hang" or "fail"
-	gate  chan struct{} // closed to release hanging renewals
-	calls int           // renewals that returned
+	mu      sync.Mutex
+	mode    string        // "", "hang" or "fail"
+	gate    chan struct{} // closed to release hanging renewals
+	entered int           // renewals begun
+	calls   int           // renewals that returned
 }
 
 func (f *flakyRenewals) RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) ([]string, error) {
 	f.mu.Lock()
 	mode, gate := f.mode, f.gate
+	f.entered++
 	f.mu.Unlock()
 	var lost []string
 	var err error
@@ -44,6 +46,12 @@ func (f *flakyRenewals) RenewLeases(ctx context.Context, hostID string, held map
 	f.calls++
 	f.mu.Unlock()
 	return lost, err
+}
+
+func (f *flakyRenewals) begun() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.entered
 }
 
 func (f *flakyRenewals) returned() int {
@@ -142,5 +150,44 @@ func TestRenewedLeaseKeepsTheAttempt(t *testing.T) {
 	j := b.awaitState("j", job.Complete)
 	if j.Fence != 1 || b.script.count() != 1 {
 		t.Fatalf("fence %d, runs %d: want the first claim to finish the job", j.Fence, b.script.count())
+	}
+}
+
+// An attempt that starts while a renewal hangs is watched too: it is
+// stopped a grace before the lease of its claim ends.
+func TestAttemptStartedDuringAHungRenewalIsWatched(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyRenewals{mode: "hang", gate: make(chan struct{})}
+	b := setup(t, func(c *host.Config) {
+		flaky.Store = c.Store.(*sqlite.Store)
+		c.Store = flaky
+	})
+	defer close(flaky.gate)
+	for deadline := time.Now().Add(10 * time.Second); flaky.begun() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the heartbeat never began a renewal")
+		}
+		b.clock.Advance(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	stoppedAt := make(chan time.Time, 1)
+	b.script.push(stopClock(b, stoppedAt), ok)
+	b.submit("j", job.Spec{})
+	claimed := b.await("j", func(j job.Job) bool { return j.State == job.Running }, "running")
+	stopBy := claimed.LeaseUntil.Add(-5 * time.Second)
+	for {
+		select {
+		case at := <-stoppedAt:
+			if at.Before(stopBy) || at.After(stopBy.Add(time.Second)) {
+				t.Fatalf("stopped at %s; want within a second after %s", at.Format(time.TimeOnly), stopBy.Format(time.TimeOnly))
+			}
+			return
+		default:
+		}
+		if b.clock.Now().After(claimed.LeaseUntil) {
+			t.Fatalf("the attempt still runs at %s, past its unconfirmed lease", b.clock.Now().Format(time.TimeOnly))
+		}
+		b.clock.Advance(time.Second)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
