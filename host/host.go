@@ -48,6 +48,10 @@ const (
 	DefaultGrace = 5 * time.Second
 )
 
+// stuckRetry is how soon the scheduler looks again when work is due but a
+// pass could move none of it.
+const stuckRetry = 50 * time.Millisecond
+
 // ProbeBackoff is the wait before probing a quota whose reset is unknown
 // again: 15, 30, 60, then 120 minutes.
 var ProbeBackoff = []time.Duration{15 * time.Minute, 30 * time.Minute, 60 * time.Minute, 120 * time.Minute}
@@ -261,6 +265,7 @@ func (h *Host) loop(ctx context.Context) {
 			}
 		}
 		full := false
+		progress := swept != (store.SweepResult{})
 		if free := h.cfg.Concurrency - h.running(); free > 0 {
 			claimed, err := h.st.ClaimJobs(ctx, h.cfg.ID, now, h.cfg.Lease, free)
 			if err != nil && ctx.Err() == nil {
@@ -270,11 +275,18 @@ func (h *Host) loop(ctx context.Context) {
 				h.startJob(ctx, j)
 			}
 			full = len(claimed) == free
+			progress = progress || len(claimed) > 0
 		}
 		sleep := h.cfg.Heartbeat
 		if !full {
 			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
 				sleep = min(sleep, max(at.Sub(h.cfg.Clock.Now()), 0))
+				if !at.After(now) && !progress {
+					// Work this pass saw due, and could move none of:
+					// another transaction holds it (a fleet store skips
+					// locked rows). Look again shortly rather than spin.
+					sleep = min(h.cfg.Heartbeat, stuckRetry)
+				}
 			}
 		}
 		if full && h.running() < h.cfg.Concurrency {

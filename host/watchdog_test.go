@@ -9,6 +9,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/sqlite"
 )
 
@@ -189,5 +190,71 @@ func TestAttemptStartedDuringAHungRenewalIsWatched(t *testing.T) {
 		}
 		b.clock.Advance(time.Second)
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lockedWork is a store where work is always due but no pass can move it,
+// as when another transaction holds the rows a fleet store's claims and
+// sweeps skip.
+type lockedWork struct {
+	*sqlite.Store
+	mu     sync.Mutex
+	sweeps int
+}
+
+func (l *lockedWork) SweepJobs(context.Context, time.Time) (store.SweepResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweeps++
+	return store.SweepResult{}, nil
+}
+
+func (l *lockedWork) NextJobDue(context.Context) (time.Time, bool, error) {
+	return t0.Add(-time.Second), true, nil
+}
+
+func (l *lockedWork) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sweeps
+}
+
+// Due work that no pass can move is looked at again every 50 ms of the
+// host's clock, not in a loop that spins.
+func TestDueWorkThatCannotMoveDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	locked := &lockedWork{}
+	b := setup(t, func(c *host.Config) {
+		locked.Store = c.Store.(*sqlite.Store)
+		c.Store = locked
+	})
+	b.host.Stop() // setup started it; start again once the count is known
+	h, err := host.New(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := locked.count()
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	// Move the host's clock 10 ms at a time until 20 passes have come.
+	const passes = 20
+	var moved time.Duration
+	for deadline := time.Now().Add(10 * time.Second); locked.count()-before < passes; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d passes after the clock moved %s", locked.count()-before, moved)
+		}
+		b.clock.Advance(10 * time.Millisecond)
+		moved += 10 * time.Millisecond
+		time.Sleep(time.Millisecond)
+	}
+	// One pass per 50 ms of the host's clock, and the first at once; a
+	// spinning loop would have made thousands.
+	if n, most := locked.count()-before, int(moved/(50*time.Millisecond))+2; n > most {
+		t.Fatalf("%d passes while the clock moved %s (at most %d): the loop spins", n, moved, most)
+	}
+	if moved < (passes-2)*50*time.Millisecond {
+		t.Fatalf("%d passes in %s of the host's clock: it does not wait between them", passes, moved)
 	}
 }
