@@ -234,6 +234,8 @@ func (d *demo) command(ctx context.Context, argv []string) *exec.Cmd {
 	c := exec.CommandContext(ctx, path, argv[1:]...)
 	c.Args = argv
 	c.Env = d.vars
+	// Nothing the demo started outlives it, however it ends.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return c
 }
 
