@@ -138,7 +138,7 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, time.Time, error
 		return nil, time.Time{}, &StatusError{StatusCode: resp.StatusCode, Message: errorMessage(resp.StatusCode, body)}
 	}
 	var date time.Time
-	if t, err := http.ParseTime(resp.Header.Get("Date")); err == nil && t.Unix() > 0 {
+	if t, err := parseHTTPDate(resp.Header.Get("Date")); err == nil && t.Unix() > 0 {
 		date = t
 	}
 	return body, date, nil

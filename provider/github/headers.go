@@ -81,7 +81,7 @@ func parseRateHeaders(h http.Header) rateHeaders {
 		r.resource = "core"
 	}
 	if v, ok := headerValue(h, "Date"); ok {
-		if t, err := http.ParseTime(v); err == nil && t.Unix() > 0 {
+		if t, err := parseHTTPDate(v); err == nil && t.Unix() > 0 {
 			r.date = t
 		}
 	}
@@ -201,7 +201,7 @@ func parseRetryAfter(v string, date, now time.Time) (time.Duration, bool) {
 		}
 		return time.Duration(n) * time.Second, true
 	}
-	t, err := http.ParseTime(v)
+	t, err := parseHTTPDate(v)
 	if err != nil {
 		return 0, false
 	}
