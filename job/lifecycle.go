@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -47,6 +48,61 @@ func (c Change) Check(j Job) error {
 		return fmt.Errorf("%w: job %s cannot go from %s to %s", ErrTransition, j.ID, j.State, c.To)
 	}
 	return nil
+}
+
+// Apply returns old as c changes it, for a store to write. fence is the
+// writer's claim (negative: an operator's change, which holds none): a
+// fence other than old's is ErrStaleFence. c must pass Check. Mutate edits
+// a copy, and may not change the id, spec, creation time, state, fence or
+// lease; UpdatedAt becomes c.Now. A move out of Running, or an operator's
+// move of a claimed job, clears the lease and the progress deadline; the
+// operator's move also grows the fence, so the holder's writes fail, and
+// taken reports it (the store closes the holder's attempt). A job may be
+// Running only while claimed.
+func (c Change) Apply(old Job, fence int64) (j Job, taken bool, err error) {
+	if fence >= 0 && fence != old.Fence {
+		return Job{}, false, fmt.Errorf("%w: its fence is %d, not %d", ErrStaleFence, old.Fence, fence)
+	}
+	if err := c.Check(old); err != nil {
+		return Job{}, false, err
+	}
+	j = old
+	if c.Mutate != nil {
+		// Mutate edits a copy: what it does to the spec's lists or the
+		// checkpoint in place does not reach old.
+		j.Spec.Argv, j.Spec.EnvNames = slices.Clone(j.Spec.Argv), slices.Clone(j.Spec.EnvNames)
+		j.Spec.Quota = slices.Clone(j.Spec.Quota)
+		if old.Checkpoint != nil {
+			cp := *old.Checkpoint
+			j.Checkpoint = &cp
+		}
+		c.Mutate(&j)
+	}
+	j.ID, j.Spec, j.CreatedAt, j.State = old.ID, old.Spec, old.CreatedAt, old.State
+	j.Fence, j.LeaseOwner, j.LeaseUntil = old.Fence, old.LeaseOwner, old.LeaseUntil
+	j.UpdatedAt = c.Now
+
+	claimed := old.State == Running || old.LeaseOwner != ""
+	taken = fence < 0 && claimed && c.To != "" && c.To != old.State
+	if c.To != "" {
+		j.State = c.To
+		if c.To != Running || taken {
+			j.LeaseOwner, j.LeaseUntil, j.ProgressBy = "", time.Time{}, time.Time{}
+		}
+	}
+	if taken {
+		j.Fence++
+	}
+	if j.State == Running && j.LeaseOwner == "" {
+		if fence >= 0 {
+			return Job{}, false, fmt.Errorf("%w: its lease was lost before it could run", ErrStaleFence)
+		}
+		return Job{}, false, fmt.Errorf("%w: it is not claimed, so it cannot run", ErrTransition)
+	}
+	if c.Attempt != nil && c.Attempt.ID == "" {
+		return Job{}, false, errors.New("an attempt without an id")
+	}
+	return j, taken, nil
 }
 
 // History is everything recorded about a job, oldest first.

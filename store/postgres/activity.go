@@ -36,7 +36,7 @@ func (s *Store) RecordSkip(ctx context.Context, scope, reasonKey string, a store
 		return false, wrapErr("record skip", err)
 	}
 	var id int64
-	err = s.pool.QueryRow(ctx, recordSkip, scope, reasonKey, ms(a.At), a.Kind, a.Line).Scan(&id)
+	err = s.pool.QueryRow(ctx, recordSkip, scope, reasonKey, store.MS(a.At), a.Kind, a.Line).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -54,7 +54,7 @@ func (s *Store) ClearSkip(ctx context.Context, scope string) error {
 
 // AppendActivity implements store.Store.
 func (s *Store) AppendActivity(ctx context.Context, a store.Activity) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO activity (at_ms, kind, line) VALUES ($1, $2, $3)`, ms(a.At), a.Kind, a.Line)
+	_, err := s.pool.Exec(ctx, `INSERT INTO activity (at_ms, kind, line) VALUES ($1, $2, $3)`, store.MS(a.At), a.Kind, a.Line)
 	return wrapErr("append activity", err)
 }
 
@@ -76,7 +76,7 @@ func (s *Store) Activity(ctx context.Context, limit int) ([]store.Activity, erro
 		var a store.Activity
 		var at int64
 		err := row.Scan(&a.ID, &at, &a.Kind, &a.Line)
-		a.At = fromMS(at)
+		a.At = store.FromMS(at)
 		return a, err
 	})
 	return out, wrapErr("activity", err)
@@ -88,7 +88,7 @@ func (s *Store) RegisterWaiter(ctx context.Context, w store.Waiter) (int64, erro
 	err := s.pool.QueryRow(ctx, `INSERT INTO waiter (hostname, pid, command, host, principal, resource,
 		stage, wait_until_ms, started_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
 		w.Hostname, w.PID, w.Command, w.Key.Host, w.Key.Principal, w.Key.Resource, w.Stage,
-		ms(w.WaitUntil), ms(w.StartedAt)).Scan(&id)
+		store.MS(w.WaitUntil), store.MS(w.StartedAt)).Scan(&id)
 	return id, wrapErr("register waiter", err)
 }
 
@@ -111,7 +111,7 @@ func (s *Store) Waiters(ctx context.Context) ([]store.Waiter, error) {
 		var k quota.Key
 		err := row.Scan(&w.ID, &w.Hostname, &w.PID, &w.Command, &k.Host, &k.Principal, &k.Resource,
 			&w.Stage, &until, &started)
-		w.Key, w.WaitUntil, w.StartedAt = k, fromMS(until), fromMS(started)
+		w.Key, w.WaitUntil, w.StartedAt = k, store.FromMS(until), store.FromMS(started)
 		return w, err
 	})
 	return out, wrapErr("waiters", err)

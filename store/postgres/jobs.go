@@ -300,7 +300,7 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 	}
 	j.CreatedAt, j.UpdatedAt = now, now
 	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
-	j = normJob(j)
+	j = store.MSJob(j)
 	spec, err := json.Marshal(j.Spec)
 	if err != nil {
 		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
@@ -309,12 +309,12 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 	var rcIssued int64
 	receipts := 0
 	if rc != nil {
-		rcJSON, rcIssued, receipts = rc.JSON, ms(rc.IssuedAt), 1
+		rcJSON, rcIssued, receipts = rc.JSON, store.MS(rc.IssuedAt), 1
 		if rcJSON == nil {
 			rcJSON = []byte{}
 		}
 	}
-	args := append(jobArgs(j, spec), j.Spec.Priority, ms(j.Spec.Deadline), receipts, rcJSON, rcIssued)
+	args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline), receipts, rcJSON, rcIssued)
 
 	var n int
 	err = retry(ctx, func() error { return s.pool.QueryRow(ctx, submitJob, args...).Scan(&n) })
@@ -400,7 +400,7 @@ func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) 
 					rc := job.Receipt{JobID: id}
 					var issued int64
 					err := row.Scan(&rc.Seq, &rc.JSON, &issued)
-					rc.IssuedAt = fromMS(issued)
+					rc.IssuedAt = store.FromMS(issued)
 					return rc, err
 				})
 				return err
@@ -426,7 +426,7 @@ func scanAttempt(row pgx.CollectableRow) (job.Attempt, error) {
 	if err := row.Scan(&a.ID, &a.Fence, &started, &ended, &a.Outcome, &exit, &a.WaitedS); err != nil {
 		return job.Attempt{}, err
 	}
-	a.StartedAt, a.EndedAt = fromMS(started), fromMS(ended)
+	a.StartedAt, a.EndedAt = store.FromMS(started), store.FromMS(ended)
 	if exit != nil {
 		code := int(*exit)
 		a.ExitCode = &code
@@ -439,7 +439,7 @@ func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
 	var from, to string
 	var at int64
 	err := row.Scan(&from, &to, &at, &tr.Reason)
-	tr.From, tr.To, tr.At = job.State(from), job.State(to), fromMS(at)
+	tr.From, tr.To, tr.At = job.State(from), job.State(to), store.FromMS(at)
 	return tr, err
 }
 
@@ -508,52 +508,11 @@ func rollback(ctx context.Context, c *pgxpool.Conn) {
 // transition, attempt and receipt.
 func applyJob(old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change) (job.Job, *pgx.Batch, error) {
 	id := old.ID
-	if fence >= 0 && fence != old.Fence {
-		return job.Job{}, nil, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
-	}
-	if err := ch.Check(old); err != nil {
+	j, taken, err := ch.Apply(old, fence)
+	if err != nil {
 		return job.Job{}, nil, err
 	}
-
-	j := old
-	if ch.Mutate != nil {
-		// Mutate edits a copy: what it does to the spec's lists or the
-		// checkpoint in place does not reach old.
-		j.Spec.Argv, j.Spec.EnvNames = slices.Clone(j.Spec.Argv), slices.Clone(j.Spec.EnvNames)
-		j.Spec.Quota = slices.Clone(j.Spec.Quota)
-		if old.Checkpoint != nil {
-			cp := *old.Checkpoint
-			j.Checkpoint = &cp
-		}
-		ch.Mutate(&j)
-	}
-	j.ID, j.Spec, j.CreatedAt, j.State = old.ID, old.Spec, old.CreatedAt, old.State
-	j.Fence, j.LeaseOwner, j.LeaseUntil = old.Fence, old.LeaseOwner, old.LeaseUntil
-	j.UpdatedAt = ch.Now
-
-	// An operator's change (no fence) that moves a claimed job takes it
-	// from its holder: the fence grows, so the holder's writes fail.
-	claimed := old.State == job.Running || old.LeaseOwner != ""
-	taken := fence < 0 && claimed && ch.To != "" && ch.To != old.State
-	if ch.To != "" {
-		j.State = ch.To
-		if ch.To != job.Running || taken {
-			j.LeaseOwner, j.LeaseUntil, j.ProgressBy = "", time.Time{}, time.Time{}
-		}
-	}
-	if taken {
-		j.Fence++
-	}
-	if j.State == job.Running && j.LeaseOwner == "" {
-		if fence >= 0 {
-			return job.Job{}, nil, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
-		}
-		return job.Job{}, nil, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
-	}
-	if ch.Attempt != nil && ch.Attempt.ID == "" {
-		return job.Job{}, nil, errors.New("an attempt without an id")
-	}
-	j = normJob(j)
+	j = store.MSJob(j)
 	if ch.To != "" {
 		transitionSeq++
 	}
@@ -570,10 +529,10 @@ func applyJob(old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change
 		if j.State == job.Cancelled {
 			outcome = outcomeKilled
 		}
-		b.Queue(closeAttempts, ms(j.UpdatedAt), outcome, id, old.Fence)
+		b.Queue(closeAttempts, store.MS(j.UpdatedAt), outcome, id, old.Fence)
 	}
 	if ch.To != "" {
-		b.Queue(insertTransition, id, transitionSeq, string(old.State), string(ch.To), ms(ch.Now), ch.Reason)
+		b.Queue(insertTransition, id, transitionSeq, string(old.State), string(ch.To), store.MS(ch.Now), ch.Reason)
 	}
 	if a := ch.Attempt; a != nil {
 		var exit *int64
@@ -581,14 +540,14 @@ func applyJob(old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change
 			code := int64(*a.ExitCode)
 			exit = &code
 		}
-		b.Queue(upsertAttempt, id, a.ID, a.Fence, ms(a.StartedAt), ms(a.EndedAt), a.Outcome, exit, a.WaitedS)
+		b.Queue(upsertAttempt, id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome, exit, a.WaitedS)
 	}
 	if rc := ch.Receipt; rc != nil {
 		data := rc.JSON
 		if data == nil {
 			data = []byte{}
 		}
-		b.Queue(insertReceipt, id, receiptSeq, data, ms(rc.IssuedAt))
+		b.Queue(insertReceipt, id, receiptSeq, data, store.MS(rc.IssuedAt))
 	}
 	return j, b, nil
 }
@@ -604,7 +563,7 @@ func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lea
 	var out []job.Job
 	err := s.txBatch(ctx, func(b *pgx.Batch) {
 		b.Queue(claimPlan)
-		b.Queue(claimJobs, hostID, ms(now.Add(lease)), ms(now), limit).Query(func(rows pgx.Rows) error {
+		b.Queue(claimJobs, hostID, store.MS(now.Add(lease)), store.MS(now), limit).Query(func(rows pgx.Rows) error {
 			var err error
 			out, err = collectJobs(rows, nil)
 			return err
@@ -675,7 +634,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	}
 	var renewed []string
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, renewLeases, hostID, ids, fences, ms(now.Add(lease)))
+		rows, err := s.pool.Query(ctx, renewLeases, hostID, ids, fences, store.MS(now.Add(lease)))
 		if err != nil {
 			return err
 		}
@@ -706,7 +665,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 // left to the next sweep.
 func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
 	var res store.SweepResult
-	at := ms(now)
+	at := store.MS(now)
 	// The count each rule of sweepSteps adds to.
 	counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
 	err := s.txBatch(ctx, func(b *pgx.Batch) {
@@ -751,20 +710,20 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	if at == nil {
 		return time.Time{}, false, nil
 	}
-	return fromMS(*at), true, nil
+	return store.FromMS(*at), true, nil
 }
 
 // RegisterHost implements store.Jobs. Registering an id again replaces its
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
-	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, ms(h.StartedAt), ms(h.LastSeen))
+	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen))
 	return wrapErr("register host "+h.ID, err)
 }
 
 // HostHeartbeat implements store.Jobs. An unregistered host is
 // store.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, heartbeatHost, id, ms(now))
+	tag, err := s.pool.Exec(ctx, heartbeatHost, id, store.MS(now))
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrNotFound
 	}
@@ -788,7 +747,7 @@ func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 		var h job.Host
 		var started, seen int64
 		err := row.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen)
-		h.StartedAt, h.LastSeen = fromMS(started), fromMS(seen)
+		h.StartedAt, h.LastSeen = store.FromMS(started), store.FromMS(seen)
 		return h, err
 	})
 	return out, wrapErr("hosts", err)
@@ -808,15 +767,15 @@ func jobArgs(j job.Job, spec []byte) []any {
 	var cpData []byte
 	var cpAt *int64
 	if cp := j.Checkpoint; cp != nil {
-		at := ms(cp.At)
+		at := store.MS(cp.At)
 		cpStage, cpAt = &cp.Stage, &at
 		if cp.Data != nil {
 			cpData = []byte(cp.Data)
 		}
 	}
-	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), ms(j.CreatedAt),
-		ms(j.UpdatedAt), ms(j.RunAt), ms(j.ResumeBy), j.Fence, j.LeaseOwner, ms(j.LeaseUntil),
-		ms(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
+		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
 }
 
 // scanJob reads a row of jobColumns, then any extra columns into extra.
@@ -838,12 +797,12 @@ func scanJob(row pgx.Row, extra ...any) (job.Job, error) {
 		return job.Job{}, fmt.Errorf("job %s: stored spec: %w", j.ID, err)
 	}
 	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
-	j.CreatedAt, j.UpdatedAt, j.RunAt = fromMS(created), fromMS(updated), fromMS(runAt)
-	j.ResumeBy, j.LeaseUntil, j.ProgressBy = fromMS(resumeBy), fromMS(leaseUntil), fromMS(progressBy)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = store.FromMS(created), store.FromMS(updated), store.FromMS(runAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = store.FromMS(resumeBy), store.FromMS(leaseUntil), store.FromMS(progressBy)
 	if cpStage != nil {
 		j.Checkpoint = &job.Checkpoint{Stage: *cpStage}
 		if cpAt != nil {
-			j.Checkpoint.At = fromMS(*cpAt)
+			j.Checkpoint.At = store.FromMS(*cpAt)
 		}
 		if cpData != nil {
 			j.Checkpoint.Data = json.RawMessage(cpData)
@@ -857,20 +816,4 @@ func collectJobs(rows pgx.Rows, err error) ([]job.Job, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Job, error) { return scanJob(row) })
-}
-
-// msTime is t as the store keeps it: whole milliseconds, UTC.
-func msTime(t time.Time) time.Time { return fromMS(ms(t)) }
-
-// normJob is j as the store returns it.
-func normJob(j job.Job) job.Job {
-	j.Spec.Deadline = msTime(j.Spec.Deadline)
-	j.CreatedAt, j.UpdatedAt, j.RunAt = msTime(j.CreatedAt), msTime(j.UpdatedAt), msTime(j.RunAt)
-	j.ResumeBy, j.LeaseUntil, j.ProgressBy = msTime(j.ResumeBy), msTime(j.LeaseUntil), msTime(j.ProgressBy)
-	if j.Checkpoint != nil {
-		cp := *j.Checkpoint
-		cp.At = msTime(cp.At)
-		j.Checkpoint = &cp
-	}
-	return j
 }

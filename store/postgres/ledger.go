@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 )
 
 const stateColumns = `host, principal, resource, limit_units, remaining, reset_at_ms, reset_known,
@@ -81,8 +82,8 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 	by, sources, causes := make([]string, n), make([]string, n), make([]string, n)
 	for i, st := range states {
 		hosts[i], principals[i], resources[i] = st.Host, st.Principal, st.Resource
-		limits[i], remaining[i], resets[i] = st.Limit, st.Remaining, ms(st.ResetAt)
-		known[i], raw[i], observed[i] = st.ResetKnown, st.RawReset, ms(st.ObservedAt)
+		limits[i], remaining[i], resets[i] = st.Limit, st.Remaining, store.MS(st.ResetAt)
+		known[i], raw[i], observed[i] = st.ResetKnown, st.RawReset, store.MS(st.ObservedAt)
 		by[i], sources[i], causes[i] = st.ObservedBy, string(st.Source), string(st.Cause)
 	}
 	locks := slices.Compact(slices.Sorted(slices.Values(hosts)))
@@ -105,7 +106,7 @@ func scanState(row pgx.Row) (quota.State, error) {
 	var source, cause string
 	err := row.Scan(&st.Host, &st.Principal, &st.Resource, &st.Limit, &st.Remaining, &reset,
 		&st.ResetKnown, &st.RawReset, &observed, &st.ObservedBy, &source, &cause)
-	st.ResetAt, st.ObservedAt = fromMS(reset), fromMS(observed)
+	st.ResetAt, st.ObservedAt = store.FromMS(reset), store.FromMS(observed)
 	st.Source, st.Cause = quota.Source(source), quota.Cause(cause)
 	return st, err
 }
@@ -161,7 +162,7 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 		b.Queue(lockLedgerExclusive, host)
 		b.Queue(`INSERT INTO principal_login (host, fingerprint, login, learned_at_ms) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (host, fingerprint) DO UPDATE SET login = excluded.login, learned_at_ms = excluded.learned_at_ms`,
-			host, fingerprint, login, ms(at))
+			host, fingerprint, login, store.MS(at))
 		b.Queue(mergeLogin, host, "tok:"+fingerprint, login)
 		return b
 	})

@@ -433,20 +433,3 @@ func wrapErr(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
-
-// ms is t in milliseconds since the epoch; 0 for the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMS is the UTC time of v milliseconds since the epoch; 0 is the zero
-// time.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}

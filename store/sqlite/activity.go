@@ -37,10 +37,10 @@ func (s *Store) RecordSkip(ctx context.Context, scope, reasonKey string, a store
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO skip_reason (scope, reason_key, at_ms) VALUES (?, ?, ?)
 			ON CONFLICT (scope) DO UPDATE SET reason_key = excluded.reason_key, at_ms = excluded.at_ms`,
-			scope, reasonKey, ms(a.At)); err != nil {
+			scope, reasonKey, store.MS(a.At)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insertActivity, ms(a.At), a.Kind, a.Line); err != nil {
+		if _, err := tx.ExecContext(ctx, insertActivity, store.MS(a.At), a.Kind, a.Line); err != nil {
 			return err
 		}
 		wrote = true
@@ -62,7 +62,7 @@ func (s *Store) ClearSkip(ctx context.Context, scope string) error {
 
 // AppendActivity implements store.Store.
 func (s *Store) AppendActivity(ctx context.Context, a store.Activity) error {
-	_, err := s.db.ExecContext(ctx, insertActivity, ms(a.At), a.Kind, a.Line)
+	_, err := s.db.ExecContext(ctx, insertActivity, store.MS(a.At), a.Kind, a.Line)
 	return err
 }
 
@@ -84,7 +84,7 @@ func (s *Store) Activity(ctx context.Context, limit int) ([]store.Activity, erro
 		if err := rows.Scan(&a.ID, &at, &a.Kind, &a.Line); err != nil {
 			return nil, err
 		}
-		a.At = fromMS(at)
+		a.At = store.FromMS(at)
 		out = append(out, a)
 	}
 	return out, rows.Err()
@@ -95,7 +95,7 @@ func (s *Store) RegisterWaiter(ctx context.Context, w store.Waiter) (int64, erro
 	res, err := s.db.ExecContext(ctx, `INSERT INTO waiter (hostname, pid, command, host, principal, resource,
 		stage, wait_until_ms, started_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		w.Hostname, w.PID, w.Command, w.Key.Host, w.Key.Principal, w.Key.Resource, w.Stage,
-		ms(w.WaitUntil), ms(w.StartedAt))
+		store.MS(w.WaitUntil), store.MS(w.StartedAt))
 	if err != nil {
 		return 0, err
 	}
@@ -125,7 +125,7 @@ func (s *Store) Waiters(ctx context.Context) ([]store.Waiter, error) {
 			&w.Stage, &until, &started); err != nil {
 			return nil, err
 		}
-		w.Key, w.WaitUntil, w.StartedAt = k, fromMS(until), fromMS(started)
+		w.Key, w.WaitUntil, w.StartedAt = k, store.FromMS(until), store.FromMS(started)
 		out = append(out, w)
 	}
 	return out, rows.Err()

@@ -228,7 +228,7 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 	}
 	j.CreatedAt, j.UpdatedAt = now, now
 	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
-	j = normJob(j)
+	j = store.MSJob(j)
 	spec, err := json.Marshal(j.Spec)
 	if err != nil {
 		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
@@ -247,15 +247,15 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 		case !errors.Is(err, job.ErrNotFound):
 			return err
 		}
-		args := append(jobArgs(j, spec), j.Spec.Priority, ms(j.Spec.Deadline))
+		args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline))
 		if _, err := b.Exec(insertJob, args...); err != nil {
 			return err
 		}
-		if _, err := b.Exec(insertTransition, j.ID, "", string(j.State), ms(now), reasonSubmitted); err != nil {
+		if _, err := b.Exec(insertTransition, j.ID, "", string(j.State), store.MS(now), reasonSubmitted); err != nil {
 			return err
 		}
 		if rc != nil {
-			if _, err := b.Exec(insertReceipt, j.ID, rc.JSON, ms(rc.IssuedAt)); err != nil {
+			if _, err := b.Exec(insertReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
 				return err
 			}
 		}
@@ -362,7 +362,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 			rows.Close()
 			return job.History{}, err
 		}
-		a.StartedAt, a.EndedAt = fromMS(started), fromMS(ended)
+		a.StartedAt, a.EndedAt = store.FromMS(started), store.FromMS(ended)
 		if exit.Valid {
 			code := int(exit.Int64)
 			a.ExitCode = &code
@@ -383,7 +383,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 			rows.Close()
 			return job.History{}, err
 		}
-		tr.From, tr.To, tr.At = job.State(from), job.State(to), fromMS(at)
+		tr.From, tr.To, tr.At = job.State(from), job.State(to), store.FromMS(at)
 		h.Transitions = append(h.Transitions, tr)
 	}
 	if err := closeRows(rows); err != nil {
@@ -399,7 +399,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 			rows.Close()
 			return job.History{}, err
 		}
-		rc.IssuedAt = fromMS(issued)
+		rc.IssuedAt = store.FromMS(issued)
 		h.Receipts = append(h.Receipts, rc)
 	}
 	return h, closeRows(rows)
@@ -435,52 +435,11 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 	if err != nil {
 		return job.Job{}, err
 	}
-	if fence >= 0 && fence != old.Fence {
-		return job.Job{}, fmt.Errorf("%w: its fence is %d, not %d", job.ErrStaleFence, old.Fence, fence)
-	}
-	if err := ch.Check(old); err != nil {
+	j, taken, err := ch.Apply(old, fence)
+	if err != nil {
 		return job.Job{}, err
 	}
-
-	j := old
-	if ch.Mutate != nil {
-		// Mutate edits a copy: what it does to the spec's lists or the
-		// checkpoint in place does not reach old.
-		j.Spec.Argv, j.Spec.EnvNames = slices.Clone(j.Spec.Argv), slices.Clone(j.Spec.EnvNames)
-		j.Spec.Quota = slices.Clone(j.Spec.Quota)
-		if old.Checkpoint != nil {
-			cp := *old.Checkpoint
-			j.Checkpoint = &cp
-		}
-		ch.Mutate(&j)
-	}
-	j.ID, j.Spec, j.CreatedAt, j.State = old.ID, old.Spec, old.CreatedAt, old.State
-	j.Fence, j.LeaseOwner, j.LeaseUntil = old.Fence, old.LeaseOwner, old.LeaseUntil
-	j.UpdatedAt = ch.Now
-
-	// An operator's change (no fence) that moves a claimed job takes it
-	// from its holder: the fence grows, so the holder's writes fail.
-	claimed := old.State == job.Running || old.LeaseOwner != ""
-	taken := fence < 0 && claimed && ch.To != "" && ch.To != old.State
-	if ch.To != "" {
-		j.State = ch.To
-		if ch.To != job.Running || taken {
-			j.LeaseOwner, j.LeaseUntil, j.ProgressBy = "", time.Time{}, time.Time{}
-		}
-	}
-	if taken {
-		j.Fence++
-	}
-	if j.State == job.Running && j.LeaseOwner == "" {
-		if fence >= 0 {
-			return job.Job{}, fmt.Errorf("%w: its lease was lost before it could run", job.ErrStaleFence)
-		}
-		return job.Job{}, fmt.Errorf("%w: it is not claimed, so it cannot run", job.ErrTransition)
-	}
-	if ch.Attempt != nil && ch.Attempt.ID == "" {
-		return job.Job{}, errors.New("an attempt without an id")
-	}
-	j = normJob(j)
+	j = store.MSJob(j)
 
 	// updateJob sets every column of jobArgs but id, spec and created_at,
 	// then takes the id.
@@ -493,12 +452,12 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 		if j.State == job.Cancelled {
 			outcome = outcomeKilled
 		}
-		if _, err := b.Exec(closeAttempts, ms(j.UpdatedAt), outcome, id, old.Fence); err != nil {
+		if _, err := b.Exec(closeAttempts, store.MS(j.UpdatedAt), outcome, id, old.Fence); err != nil {
 			return job.Job{}, err
 		}
 	}
 	if ch.To != "" {
-		if _, err := b.Exec(insertTransition, id, string(old.State), string(ch.To), ms(ch.Now), ch.Reason); err != nil {
+		if _, err := b.Exec(insertTransition, id, string(old.State), string(ch.To), store.MS(ch.Now), ch.Reason); err != nil {
 			return job.Job{}, err
 		}
 	}
@@ -507,13 +466,13 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 		if a.ExitCode != nil {
 			exit = *a.ExitCode
 		}
-		if _, err := b.Exec(upsertAttempt, id, a.ID, a.Fence, ms(a.StartedAt), ms(a.EndedAt), a.Outcome,
+		if _, err := b.Exec(upsertAttempt, id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome,
 			exit, a.WaitedS); err != nil {
 			return job.Job{}, err
 		}
 	}
 	if rc := ch.Receipt; rc != nil {
-		if _, err := b.Exec(insertReceipt, id, rc.JSON, ms(rc.IssuedAt)); err != nil {
+		if _, err := b.Exec(insertReceipt, id, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
 			return job.Job{}, err
 		}
 	}
@@ -527,7 +486,7 @@ func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lea
 	}
 	var out []job.Job
 	err := s.write(ctx, func(b *batch) error {
-		rows, err := b.Query(claimJobs, hostID, ms(now.Add(lease)), ms(now), limit)
+		rows, err := b.Query(claimJobs, hostID, store.MS(now.Add(lease)), store.MS(now), limit)
 		out, err = collectJobs(rows, err)
 		return err
 	})
@@ -554,7 +513,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	var lost []string
 	err := s.write(ctx, func(b *batch) error {
 		lost = lost[:0]
-		until := ms(now.Add(lease))
+		until := store.MS(now.Add(lease))
 		for _, id := range ids {
 			res, err := b.Exec(renewLease, until, id, held[id], hostID)
 			if err != nil {
@@ -580,7 +539,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 // transaction. Each job is counted once, by the first rule that moved it.
 func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
 	var res store.SweepResult
-	at := ms(now)
+	at := store.MS(now)
 	err := s.write(ctx, func(b *batch) error {
 		res = store.SweepResult{}
 		// The count each rule of sweepSteps adds to.
@@ -633,14 +592,14 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	if !at.Valid {
 		return time.Time{}, false, nil
 	}
-	return fromMS(at.Int64), true, nil
+	return store.FromMS(at.Int64), true, nil
 }
 
 // RegisterHost implements store.Jobs. Registering an id again replaces its
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 	err := s.write(ctx, func(b *batch) error {
-		_, err := b.Exec(upsertHost, h.ID, h.Hostname, h.PID, ms(h.StartedAt), ms(h.LastSeen))
+		_, err := b.Exec(upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen))
 		return err
 	})
 	return wrapErr("register host "+h.ID, err)
@@ -650,7 +609,7 @@ func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 // store.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
 	err := s.write(ctx, func(b *batch) error {
-		r, err := b.Exec(heartbeatHost, ms(now), id)
+		r, err := b.Exec(heartbeatHost, store.MS(now), id)
 		if err != nil {
 			return err
 		}
@@ -692,7 +651,7 @@ func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 		if err := rows.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen); err != nil {
 			return nil, wrapErr("hosts", err)
 		}
-		h.StartedAt, h.LastSeen = fromMS(started), fromMS(seen)
+		h.StartedAt, h.LastSeen = store.FromMS(started), store.FromMS(seen)
 		out = append(out, h)
 	}
 	return out, wrapErr("hosts", rows.Err())
@@ -716,14 +675,14 @@ func notFound(err error) error {
 func jobArgs(j job.Job, spec []byte) []any {
 	var cpStage, cpData, cpAt any
 	if cp := j.Checkpoint; cp != nil {
-		cpStage, cpAt = cp.Stage, ms(cp.At)
+		cpStage, cpAt = cp.Stage, store.MS(cp.At)
 		if cp.Data != nil {
 			cpData = []byte(cp.Data)
 		}
 	}
-	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), ms(j.CreatedAt),
-		ms(j.UpdatedAt), ms(j.RunAt), ms(j.ResumeBy), j.Fence, j.LeaseOwner, ms(j.LeaseUntil),
-		ms(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
+		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
 }
 
 func scanJob(row rowScanner) (job.Job, error) {
@@ -742,10 +701,10 @@ func scanJob(row rowScanner) (job.Job, error) {
 		return job.Job{}, fmt.Errorf("job %s: stored spec: %w", j.ID, err)
 	}
 	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
-	j.CreatedAt, j.UpdatedAt, j.RunAt = fromMS(created), fromMS(updated), fromMS(runAt)
-	j.ResumeBy, j.LeaseUntil, j.ProgressBy = fromMS(resumeBy), fromMS(leaseUntil), fromMS(progressBy)
+	j.CreatedAt, j.UpdatedAt, j.RunAt = store.FromMS(created), store.FromMS(updated), store.FromMS(runAt)
+	j.ResumeBy, j.LeaseUntil, j.ProgressBy = store.FromMS(resumeBy), store.FromMS(leaseUntil), store.FromMS(progressBy)
 	if cpStage.Valid {
-		j.Checkpoint = &job.Checkpoint{Stage: cpStage.String, At: fromMS(cpAt.Int64)}
+		j.Checkpoint = &job.Checkpoint{Stage: cpStage.String, At: store.FromMS(cpAt.Int64)}
 		if cpData != nil {
 			j.Checkpoint.Data = json.RawMessage(cpData)
 		}
@@ -767,20 +726,4 @@ func collectJobs(rows *sql.Rows, err error) ([]job.Job, error) {
 		out = append(out, j)
 	}
 	return out, rows.Err()
-}
-
-// msTime is t as the store keeps it: whole milliseconds, UTC.
-func msTime(t time.Time) time.Time { return fromMS(ms(t)) }
-
-// normJob is j as the store returns it.
-func normJob(j job.Job) job.Job {
-	j.Spec.Deadline = msTime(j.Spec.Deadline)
-	j.CreatedAt, j.UpdatedAt, j.RunAt = msTime(j.CreatedAt), msTime(j.UpdatedAt), msTime(j.RunAt)
-	j.ResumeBy, j.LeaseUntil, j.ProgressBy = msTime(j.ResumeBy), msTime(j.LeaseUntil), msTime(j.ProgressBy)
-	if j.Checkpoint != nil {
-		cp := *j.Checkpoint
-		cp.At = msTime(cp.At)
-		j.Checkpoint = &cp
-	}
-	return j
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 )
 
 const stateColumns = `host, principal, resource, limit_units, remaining, reset_at_ms, reset_known,
@@ -26,20 +27,6 @@ ON CONFLICT (host, principal, resource) DO UPDATE SET
 	raw_reset = excluded.raw_reset, observed_at_ms = excluded.observed_at_ms,
 	observed_by = excluded.observed_by, source = excluded.source, cause = excluded.cause
 WHERE excluded.observed_at_ms >= quota_state.observed_at_ms`
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
 
 // RecordStates implements store.Store.
 func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
@@ -59,7 +46,7 @@ func recordStates(ctx context.Context, tx *sql.Tx, states []quota.State) error {
 	defer stmt.Close()
 	for _, st := range states {
 		if _, err := stmt.ExecContext(ctx, st.Host, st.Principal, st.Resource, st.Limit, st.Remaining,
-			ms(st.ResetAt), st.ResetKnown, st.RawReset, ms(st.ObservedAt), st.ObservedBy,
+			store.MS(st.ResetAt), st.ResetKnown, st.RawReset, store.MS(st.ObservedAt), st.ObservedBy,
 			string(st.Source), string(st.Cause)); err != nil {
 			return err
 		}
@@ -73,7 +60,7 @@ func scanState(rows *sql.Rows) (quota.State, error) {
 	var source, cause string
 	err := rows.Scan(&st.Host, &st.Principal, &st.Resource, &st.Limit, &st.Remaining, &reset,
 		&st.ResetKnown, &st.RawReset, &observed, &st.ObservedBy, &source, &cause)
-	st.ResetAt, st.ObservedAt = fromMS(reset), fromMS(observed)
+	st.ResetAt, st.ObservedAt = store.FromMS(reset), store.FromMS(observed)
 	st.Source, st.Cause = quota.Source(source), quota.Cause(cause)
 	return st, err
 }
@@ -178,7 +165,7 @@ func (s *Store) States(ctx context.Context, keys []quota.Key) ([]quota.State, er
 			return nil, fmt.Errorf("states: row for key %d of %d", i, len(uniq))
 		}
 		st.Key = uniq[i]
-		st.ResetAt, st.ObservedAt = fromMS(reset), fromMS(observed)
+		st.ResetAt, st.ObservedAt = store.FromMS(reset), store.FromMS(observed)
 		st.Source, st.Cause = quota.Source(source), quota.Cause(cause)
 		found[i], have[i] = st, true
 	}
@@ -242,7 +229,7 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 		if _, err := tx.ExecContext(ctx, `INSERT INTO principal_login (host, fingerprint, login, learned_at_ms)
 			VALUES (?, ?, ?, ?) ON CONFLICT (host, fingerprint) DO UPDATE SET
 			login = excluded.login, learned_at_ms = excluded.learned_at_ms`,
-			host, fingerprint, login, ms(at)); err != nil {
+			host, fingerprint, login, store.MS(at)); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM quota_state
