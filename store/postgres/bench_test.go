@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store/storetest"
 )
 
 // The benchmarks match store/sqlite's of the same names, so the two
@@ -20,104 +20,12 @@ import (
 //	LAYOVER_TEST_POSTGRES=postgres://… go test -run '^$' -bench . ./store/postgres/
 //	go test -run '^$' -bench 'ApplyJob|SubmitJob|AdmitFromLedger' ./store/sqlite/
 
-// testReceipt is the size and shape of a stored receipt.
-var testReceipt = []byte(`{"bindings":{"plan_digest":null,` +
-	`"request_digest":"` + strings.Repeat("a", 64) + `","scope_digest":"` + strings.Repeat("b", 64) + `"},` +
-	`"fresh_approval_required":false,"issued_at_ms":1794319445123,"ownership":{"cancellation_digest":"` +
-	strings.Repeat("c", 64) + `","disposition":"retained","mode":"durable-host","wakeup_digest":"` +
-	strings.Repeat("d", 64) + `"},"reason":"rest-reserve","resume_after_ms":1794321905000,` +
-	`"resume_by_ms":1794343505000,"schema":1,"status":"deferred","version":"deferred-receipt-v1"}`)
+// The job benchmarks of store/storetest, on a fresh schema.
+func BenchmarkApplyJobParallel(b *testing.B) { storetest.BenchApplyJobParallel(b, openFresh(b), base) }
 
-// deferral is what a host writes when a running or ready job meets an
-// exhausted quota: the new state, its wake-up and its receipt, in one
-// transaction.
-func deferral(now time.Time) job.Change {
-	return job.Change{
-		To: job.Deferred, Reason: "quota: core exhausted", Now: now, From: []job.State{job.Ready, job.Running},
-		Mutate: func(j *job.Job) {
-			j.Ownership, j.RunAt, j.ResumeBy = job.Retained, now.Add(41*time.Minute), now.Add(6*time.Hour)
-			j.Stage = "Quota wait until " + j.RunAt.Format(time.RFC3339)
-		},
-		Receipt: &job.Receipt{JSON: testReceipt, IssuedAt: now},
-	}
-}
+func BenchmarkApplyJob(b *testing.B) { storetest.BenchApplyJob(b, openFresh(b), base) }
 
-// BenchmarkApplyJobParallel is durable deferral throughput: 64 goroutines
-// each deferring distinct ready jobs with a receipt through ApplyJob, every
-// call committed (synchronous_commit as the server has it) before it
-// returns.
-func BenchmarkApplyJobParallel(b *testing.B) {
-	ctx := b.Context()
-	s := openFresh(b)
-	// Submit the jobs before the clock starts.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
-				if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next.Store(0)
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1) - 1
-			if _, err := s.ApplyJob(ctx, "j"+strconv.FormatInt(i, 10), 0, deferral(base)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
-}
-
-// BenchmarkApplyJob is one deferral at a time: the latency of one durable
-// deferral.
-func BenchmarkApplyJob(b *testing.B) {
-	ctx := b.Context()
-	s := openFresh(b)
-	var i int
-	for b.Loop() {
-		b.StopTimer()
-		id := "j" + strconv.Itoa(i)
-		i++
-		if _, _, err := s.SubmitJob(ctx, benchJob(id), nil, base); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if _, err := s.ApplyJob(ctx, id, 0, deferral(base)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
-}
-
-// BenchmarkSubmitJob submits distinct jobs from 64 goroutines, each
-// committed before the call returns.
-func BenchmarkSubmitJob(b *testing.B) {
-	ctx := b.Context()
-	s := openFresh(b)
-	var next atomic.Int64
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1) - 1
-			if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
-}
+func BenchmarkSubmitJob(b *testing.B) { storetest.BenchSubmitJob(b, openFresh(b), base) }
 
 // BenchmarkAdmitFromLedger is a pass's admission read: the States of the
 // three keys it draws on, in a ledger of 300 keys. "serial" is one reader's
@@ -167,7 +75,7 @@ func BenchmarkAdmitFromLedger(b *testing.B) {
 func BenchmarkClaimJobs(b *testing.B) {
 	ctx := b.Context()
 	s := openFresh(b)
-	submitAll(b, s, b.N, func(i int) job.Job { return benchJob("j" + strconv.Itoa(i)) })
+	submitAll(b, s, b.N, func(i int) job.Job { return storetest.BenchJob("j"+strconv.Itoa(i), base) })
 	var claimed atomic.Int64
 	b.ResetTimer()
 	var wg sync.WaitGroup

@@ -15,14 +15,8 @@ import (
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/postgres/pgtest"
+	"github.com/layoverhq/layover/store/storetest"
 )
-
-func benchJob(id string) job.Job {
-	return job.Job{ID: id, State: job.Ready, Spec: job.Spec{
-		Name: "bench " + id, Argv: []string{"gh", "pr", "create", "--fill"}, Workdir: "/srv/repo",
-		Quota: []string{"github"}, Provider: "github", Deadline: base.Add(24 * time.Hour),
-	}}
-}
 
 // submitAll submits n jobs made by mk, from 16 goroutines.
 func submitAll(t testing.TB, s store.Jobs, n int, mk func(i int) job.Job) {
@@ -70,7 +64,7 @@ func TestClaimAcrossPools(t *testing.T) {
 	const lease = time.Hour
 	pools := hostPools(t, dsn, hosts, workers)
 	submitAll(t, pools[0], jobs, func(i int) job.Job {
-		j := benchJob(fmt.Sprintf("j%03d", i))
+		j := storetest.BenchJob(fmt.Sprintf("j%03d", i), base)
 		j.Spec.Priority = i % 5
 		return j
 	})
@@ -161,7 +155,7 @@ func TestRenewAndSweepRace(t *testing.T) {
 		ctx := t.Context()
 		dsn := pgtest.Schema(t)
 		pools := hostPools(t, dsn, hosts, 4)
-		submitAll(t, pools[0], hosts*perHost, func(i int) job.Job { return benchJob(fmt.Sprintf("j%03d", i)) })
+		submitAll(t, pools[0], hosts*perHost, func(i int) job.Job { return storetest.BenchJob(fmt.Sprintf("j%03d", i), base) })
 
 		held := make([]map[string]int64, hosts)
 		running := map[string]bool{}
@@ -295,7 +289,7 @@ func TestConcurrentSweeps(t *testing.T) {
 
 	const wake, pastDue = 300, 100
 	submitAll(t, pools[0], wake+pastDue, func(i int) job.Job {
-		j := benchJob(fmt.Sprintf("j%03d", i))
+		j := storetest.BenchJob(fmt.Sprintf("j%03d", i), base)
 		if i < wake {
 			j.State, j.Ownership, j.RunAt, j.ResumeBy = job.Deferred, job.Retained, base.Add(time.Minute), base.Add(time.Hour)
 		} else {
@@ -357,9 +351,9 @@ func TestRacingSubmitsAndSkips(t *testing.T) {
 	for i := range racers {
 		wg.Go(func() {
 			s := pools[i%len(pools)]
-			j := benchJob("same")
+			j := storetest.BenchJob("same", base)
 			j.Spec.Priority = priority(i)
-			_, created[i], submitErrs[i] = s.SubmitJob(ctx, j, &job.Receipt{JSON: testReceipt, IssuedAt: base}, base)
+			_, created[i], submitErrs[i] = s.SubmitJob(ctx, j, &job.Receipt{JSON: storetest.Receipt, IssuedAt: base}, base)
 			wrote[i], errs[i] = s.RecordSkip(ctx, "pass:x", "core@1", store.Activity{At: base, Kind: "skip", Line: "skipped"})
 		})
 	}

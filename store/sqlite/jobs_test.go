@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,35 +32,6 @@ func TestJobs(t *testing.T) {
 	})
 }
 
-// testReceipt is the size and shape of a stored receipt.
-var testReceipt = []byte(`{"bindings":{"plan_digest":null,` +
-	`"request_digest":"` + strings.Repeat("a", 64) + `","scope_digest":"` + strings.Repeat("b", 64) + `"},` +
-	`"fresh_approval_required":false,"issued_at_ms":1794319445123,"ownership":{"cancellation_digest":"` +
-	strings.Repeat("c", 64) + `","disposition":"retained","mode":"durable-host","wakeup_digest":"` +
-	strings.Repeat("d", 64) + `"},"reason":"rest-reserve","resume_after_ms":1794321905000,` +
-	`"resume_by_ms":1794343505000,"schema":1,"status":"deferred","version":"deferred-receipt-v1"}`)
-
-func benchJob(id string) job.Job {
-	return job.Job{ID: id, State: job.Ready, Spec: job.Spec{
-		Name: "bench " + id, Argv: []string{"gh", "pr", "create", "--fill"}, Workdir: "/srv/repo",
-		Quota: []string{"github"}, Provider: "github", Deadline: base.Add(24 * time.Hour),
-	}}
-}
-
-// deferral is what a host writes when a running or ready job meets an
-// exhausted quota: the new state, its wake-up and its receipt, in one
-// transaction.
-func deferral(now time.Time) job.Change {
-	return job.Change{
-		To: job.Deferred, Reason: "quota: core exhausted", Now: now, From: []job.State{job.Ready, job.Running},
-		Mutate: func(j *job.Job) {
-			j.Ownership, j.RunAt, j.ResumeBy = job.Retained, now.Add(41*time.Minute), now.Add(6*time.Hour)
-			j.Stage = "Quota wait until " + j.RunAt.Format(time.RFC3339)
-		},
-		Receipt: &job.Receipt{JSON: testReceipt, IssuedAt: now},
-	}
-}
-
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
 
@@ -74,7 +44,7 @@ func TestGroupCommit(t *testing.T) {
 		// or a transition the lifecycle forbids): whatever the batches,
 		// each call gets its own answer and the others commit.
 		const n = 300
-		submitAll(t, s, n, func(i int) job.Job { return benchJob(fmt.Sprintf("j%03d", i)) })
+		submitAll(t, s, n, func(i int) job.Job { return storetest.BenchJob(fmt.Sprintf("j%03d", i), base) })
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -82,9 +52,9 @@ func TestGroupCommit(t *testing.T) {
 				id := fmt.Sprintf("j%03d", i)
 				switch i % 3 {
 				case 0:
-					_, errs[i] = s.ApplyJob(ctx, id, 0, deferral(base))
+					_, errs[i] = s.ApplyJob(ctx, id, 0, storetest.Deferral(base))
 				case 1:
-					_, errs[i] = s.ApplyJob(ctx, id, 5, deferral(base))
+					_, errs[i] = s.ApplyJob(ctx, id, 5, storetest.Deferral(base))
 				case 2:
 					_, errs[i] = s.ApplyJob(ctx, id, -1, job.Change{To: job.Complete, Now: base})
 				}
@@ -121,7 +91,7 @@ func TestGroupCommit(t *testing.T) {
 		ctx := t.Context()
 		s := open(t, filepath.Join(t.TempDir(), "layover.db"))
 
-		if _, _, err := s.SubmitJob(ctx, benchJob("j1"), nil, base); err != nil {
+		if _, _, err := s.SubmitJob(ctx, storetest.BenchJob("j1", base), nil, base); err != nil {
 			t.Fatal(err)
 		}
 		func() {
@@ -140,7 +110,7 @@ func TestGroupCommit(t *testing.T) {
 		if j, err := s.Job(ctx, "j1"); err != nil || j.Stage != "" {
 			t.Errorf("after the panic: Job = %+v, %v", j, err)
 		}
-		if _, err := s.ApplyJob(ctx, "j1", 0, deferral(base)); err != nil {
+		if _, err := s.ApplyJob(ctx, "j1", 0, storetest.Deferral(base)); err != nil {
 			t.Errorf("ApplyJob after a panic: %v", err)
 		}
 	})
@@ -151,7 +121,7 @@ func TestGroupCommit(t *testing.T) {
 
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := s.ApplyJob(ctx, "j1", 0, deferral(base)); !errors.Is(err, ctx.Err()) {
+		if _, err := s.ApplyJob(ctx, "j1", 0, storetest.Deferral(base)); !errors.Is(err, ctx.Err()) {
 			t.Errorf("ApplyJob with a cancelled context = %v, want %v", err, ctx.Err())
 		}
 	})
@@ -207,7 +177,7 @@ func TestMigrateLedgerFile(t *testing.T) {
 	if lines, err := s.Activity(ctx, 0); err != nil || len(lines) != 1 || lines[0].Line != "from before" {
 		t.Errorf("Activity after the migration = %+v, %v", lines, err)
 	}
-	if _, _, err := s.SubmitJob(ctx, benchJob("j1"), nil, base); err != nil {
+	if _, _, err := s.SubmitJob(ctx, storetest.BenchJob("j1", base), nil, base); err != nil {
 		t.Errorf("SubmitJob after the migration: %v", err)
 	}
 	var v int
@@ -223,9 +193,9 @@ func TestReceiptsCannotChange(t *testing.T) {
 	ctx := t.Context()
 
 	s := open(t, filepath.Join(t.TempDir(), "layover.db"))
-	j := benchJob("j1")
+	j := storetest.BenchJob("j1", base)
 	j.State = job.Deferred
-	if _, _, err := s.SubmitJob(ctx, j, &job.Receipt{JSON: testReceipt, IssuedAt: base}, base); err != nil {
+	if _, _, err := s.SubmitJob(ctx, j, &job.Receipt{JSON: storetest.Receipt, IssuedAt: base}, base); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -237,7 +207,7 @@ func TestReceiptsCannotChange(t *testing.T) {
 		}
 	}
 	h, err := s.JobHistory(ctx, "j1")
-	if err != nil || len(h.Receipts) != 1 || !bytes.Equal(h.Receipts[0].JSON, testReceipt) {
+	if err != nil || len(h.Receipts) != 1 || !bytes.Equal(h.Receipts[0].JSON, storetest.Receipt) {
 		t.Errorf("receipts = %+v, %v; want the one stored, unchanged", h.Receipts, err)
 	}
 }
@@ -307,7 +277,7 @@ func TestClaimAcrossProcesses(t *testing.T) {
 	path := filepath.Join(dir, "layover.db")
 	s := open(t, path)
 	submitAll(t, s, claimJobs, func(i int) job.Job {
-		j := benchJob(fmt.Sprintf("j%03d", i))
+		j := storetest.BenchJob(fmt.Sprintf("j%03d", i), base)
 		j.Spec.Priority = i % 5
 		return j
 	})
@@ -380,78 +350,15 @@ func TestClaimAcrossProcesses(t *testing.T) {
 	}
 }
 
-// BenchmarkApplyJobParallel is issue 3's deferral throughput: 64
-// goroutines each deferring distinct ready jobs with a receipt, every call
-// durable (synchronous=FULL) before it returns.
+// The job benchmarks of store/storetest, on a SQLite file (synchronous=FULL).
 func BenchmarkApplyJobParallel(b *testing.B) {
-	ctx := b.Context()
-	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
-	// Submit the jobs before the clock starts, 64 at a time.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
-				if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	next.Store(0)
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1) - 1
-			if _, err := s.ApplyJob(ctx, "j"+strconv.FormatInt(i, 10), 0, deferral(base)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
+	storetest.BenchApplyJobParallel(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
 }
 
-// BenchmarkApplyJob is one deferral at a time: a lone call commits at once,
-// in a batch of one, so this is the latency of one durable deferral.
 func BenchmarkApplyJob(b *testing.B) {
-	ctx := b.Context()
-	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
-	var i int
-	for b.Loop() {
-		b.StopTimer()
-		id := "j" + strconv.Itoa(i)
-		i++
-		if _, _, err := s.SubmitJob(ctx, benchJob(id), nil, base); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if _, err := s.ApplyJob(ctx, id, 0, deferral(base)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deferrals/s")
+	storetest.BenchApplyJob(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
 }
 
-// BenchmarkSubmitJob submits distinct jobs from 64 goroutines, each durable
-// before the call returns.
 func BenchmarkSubmitJob(b *testing.B) {
-	ctx := b.Context()
-	s := open(b, filepath.Join(b.TempDir(), "layover.db"))
-	var next atomic.Int64
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1) - 1
-			if _, _, err := s.SubmitJob(ctx, benchJob("j"+strconv.FormatInt(i, 10)), nil, base); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+	storetest.BenchSubmitJob(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
 }
