@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/bench/internal/benchkit"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 	"github.com/layoverhq/layover/store/sqlite"
@@ -46,23 +47,24 @@ const (
 )
 
 func main() {
+	benchkit.Name = "deferlatency"
 	n := flag.Int("n", 200, "rounds; each runs every command once")
 	warm := flag.Int("warmup", 10, "untimed rounds first")
 	flag.Parse()
 	if *n < 1 || *warm < 0 {
-		fail("want -n >= 1 and -warmup >= 0")
+		benchkit.Fail("want -n >= 1 and -warmup >= 0")
 	}
 
 	dir, err := os.MkdirTemp("", "deferlatency-")
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	defer os.RemoveAll(dir)
 	layover := filepath.Join(dir, "layover")
-	build(layover, "github.com/layoverhq/layover/cmd/layover")
+	benchkit.Build(layover, "github.com/layoverhq/layover/cmd/layover")
 
 	db := filepath.Join(dir, "state", "layover.db")
-	seed(db)
+	benchkit.SeedExhausted(db, quota.Key{Host: apiHost, Principal: principal, Resource: "core"})
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
@@ -92,7 +94,7 @@ func main() {
 		}
 	}
 	if jobs := countJobs(db); jobs != *warm+*n {
-		fail("the store holds %d jobs, want one per run --submit (%d)", jobs, *warm+*n)
+		benchkit.Fail("the store holds %d jobs, want one per run --submit (%d)", jobs, *warm+*n)
 	}
 
 	fmt.Printf("deferlatency: %d rounds (+%d warm-up), %s, GOMAXPROCS %d, %s/%s\n",
@@ -100,7 +102,7 @@ func main() {
 	fmt.Printf("%-24s %9s %9s %9s\n", "command", "min", "median", "p90")
 	for _, c := range cmds {
 		s := slices.Sorted(slices.Values(c.times))
-		fmt.Printf("%-24s %9s %9s %9s\n", c.name, ms(s[0]), ms(pct(s, 50)), ms(pct(s, 90)))
+		fmt.Printf("%-24s %9s %9s %9s\n", c.name, benchkit.MS(s[0]), benchkit.MS(benchkit.Pct(s, 50)), benchkit.MS(benchkit.Pct(s, 90)))
 	}
 	fmt.Printf("every run exited 6 with a valid receipt as its last stdout line; every run --submit recorded its job\n")
 }
@@ -120,10 +122,10 @@ func run(env []string, want int, argv ...string) []byte {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
-		fail("%s: %v", argv[0], err)
+		benchkit.Fail("%s: %v", argv[0], err)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != want {
-		fail("%s exited %d, want %d; stderr: %s", strings.Join(argv[1:], " "), code, want, stderr.Bytes())
+		benchkit.Fail("%s exited %d, want %d; stderr: %s", strings.Join(argv[1:], " "), code, want, stderr.Bytes())
 	}
 	return stdout.Bytes()
 }
@@ -136,37 +138,7 @@ func checkReceipt(name string, out []byte) {
 		_, err = receipt.Validate(rc, time.Now())
 	}
 	if err != nil {
-		fail("%s: the last stdout line is not a valid receipt: %v\n%s", name, err, out)
-	}
-}
-
-// build compiles pkg to out with the go command on PATH.
-func build(out, pkg string) {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fail("go build %s: %v", pkg, err)
-	}
-}
-
-// seed makes a store whose ledger says the principal's core quota is
-// exhausted until an hour from now, a reset GitHub declared.
-func seed(path string) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		fail("%v", err)
-	}
-	defer st.Close()
-	now := time.Now()
-	reset := now.Add(time.Hour).Truncate(time.Second)
-	err = st.RecordStates(ctx, []quota.State{{
-		Key:   quota.Key{Host: apiHost, Principal: principal, Resource: "core"},
-		Limit: 5000, Remaining: 0, ResetAt: reset, ResetKnown: true, RawReset: reset.Unix(),
-		ObservedAt: now, ObservedBy: "deferlatency", Source: quota.SourceHeaders, Cause: quota.CauseExhausted,
-	}})
-	if err != nil {
-		fail("seed the store: %v", err)
+		benchkit.Fail("%s: the last stdout line is not a valid receipt: %v\n%s", name, err, out)
 	}
 }
 
@@ -174,29 +146,16 @@ func seed(path string) {
 func countJobs(path string) int {
 	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	defer st.Close()
 	counts, err := st.CountJobs(context.Background())
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	n := 0
 	for _, c := range counts {
 		n += c
 	}
 	return n
-}
-
-// pct is the p-th percentile of sorted s, nearest rank.
-func pct(s []time.Duration, p int) time.Duration {
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
-
-func fail(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "deferlatency: "+format+"\n", a...)
-	os.Exit(1)
 }

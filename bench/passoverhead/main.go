@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/bench/internal/benchkit"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store/sqlite"
 )
@@ -36,28 +37,29 @@ const (
 )
 
 func main() {
+	benchkit.Name = "passoverhead"
 	n := flag.Int("n", 200, "rounds; each runs every command once")
 	warm := flag.Int("warmup", 10, "untimed rounds first")
 	keep := flag.Bool("keep", false, "keep the temporary folder and print how to run the commands by hand")
 	flag.Parse()
 	if *n < 1 || *warm < 0 {
-		fail("want -n >= 1 and -warmup >= 0")
+		benchkit.Fail("want -n >= 1 and -warmup >= 0")
 	}
 
 	dir, err := os.MkdirTemp("", "passoverhead-")
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
 	layover := filepath.Join(dir, "layover")
 	oneread := filepath.Join(dir, "oneread")
-	build(layover, "github.com/layoverhq/layover/cmd/layover")
-	build(oneread, "github.com/layoverhq/layover/bench/passoverhead/oneread")
+	benchkit.Build(layover, "github.com/layoverhq/layover/cmd/layover")
+	benchkit.Build(oneread, "github.com/layoverhq/layover/bench/passoverhead/oneread")
 
 	db := filepath.Join(dir, "state", "layover.db")
-	seed(db)
+	benchkit.SeedExhausted(db, quota.Key{Host: apiHost, Principal: principal, Resource: "core"})
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
@@ -71,7 +73,7 @@ func main() {
 	// it ran it. The first skip writes the one activity line; every later
 	// one finds the reason unchanged.
 	if code := run(env, layover, "pass", "--", "false"); code != 0 {
-		fail("layover pass -- false exited %d; the ledger should have made it skip", code)
+		benchkit.Fail("layover pass -- false exited %d; the ledger should have made it skip", code)
 	}
 
 	cmds := []bench{
@@ -84,7 +86,7 @@ func main() {
 			c := &cmds[(r+i)%len(cmds)]
 			start := time.Now()
 			if code := run(env, c.argv...); code != 0 {
-				fail("%s exited %d", c.name, code)
+				benchkit.Fail("%s exited %d", c.name, code)
 			}
 			if r >= *warm {
 				c.times = append(c.times, time.Since(start))
@@ -98,7 +100,7 @@ func main() {
 	fmt.Printf("%-32s %9s %9s %9s\n", "command", "min", "median", "p90")
 	for _, c := range cmds {
 		s := slices.Sorted(slices.Values(c.times))
-		fmt.Printf("%-32s %9s %9s %9s\n", c.name, ms(s[0]), ms(pct(s, 50)), ms(pct(s, 90)))
+		fmt.Printf("%-32s %9s %9s %9s\n", c.name, benchkit.MS(s[0]), benchkit.MS(benchkit.Pct(s, 50)), benchkit.MS(benchkit.Pct(s, 90)))
 	}
 	base := cmds[1].times
 	for _, c := range []bench{cmds[0], cmds[2]} {
@@ -107,7 +109,7 @@ func main() {
 			d[i] = c.times[i] - base[i]
 		}
 		slices.Sort(d)
-		fmt.Printf("median difference %s - /bin/true: %s\n", strings.Fields(c.name)[0], ms(pct(d, 50)))
+		fmt.Printf("median difference %s - /bin/true: %s\n", strings.Fields(c.name)[0], benchkit.MS(benchkit.Pct(d, 50)))
 	}
 	if *keep {
 		fmt.Printf("\nkept %s; by hand:\n  env -i %s %s pass -- true\n", dir, strings.Join(env, " "), layover)
@@ -126,40 +128,10 @@ func run(env []string, argv ...string) int {
 	cmd.Env = env
 	if err := cmd.Run(); err != nil {
 		if cmd.ProcessState == nil {
-			fail("%s: %v", argv[0], err)
+			benchkit.Fail("%s: %v", argv[0], err)
 		}
 	}
 	return cmd.ProcessState.ExitCode()
-}
-
-// build compiles pkg to out with the go command on PATH.
-func build(out, pkg string) {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fail("go build %s: %v", pkg, err)
-	}
-}
-
-// seed makes a store whose ledger says skip: the principal's core quota is
-// exhausted until an hour from now.
-func seed(path string) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		fail("%v", err)
-	}
-	defer st.Close()
-	now := time.Now()
-	reset := now.Add(time.Hour).Truncate(time.Second)
-	err = st.RecordStates(ctx, []quota.State{{
-		Key:   quota.Key{Host: apiHost, Principal: principal, Resource: "core"},
-		Limit: 5000, Remaining: 0, ResetAt: reset, ResetKnown: true, RawReset: reset.Unix(),
-		ObservedAt: now, ObservedBy: "passoverhead", Source: quota.SourceHeaders, Cause: quota.CauseExhausted,
-	}})
-	if err != nil {
-		fail("seed the store: %v", err)
-	}
 }
 
 // checkActivity fails unless the passes left exactly one skip line: they all
@@ -167,27 +139,14 @@ func seed(path string) {
 func checkActivity(path string) {
 	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	defer st.Close()
 	lines, err := st.Activity(context.Background(), 0)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	if len(lines) != 1 || lines[0].Kind != "skip" {
-		fail("activity log has %d lines (%v), want one skip line", len(lines), lines)
+		benchkit.Fail("activity log has %d lines (%v), want one skip line", len(lines), lines)
 	}
-}
-
-// pct is the p-th percentile of sorted s, nearest rank.
-func pct(s []time.Duration, p int) time.Duration {
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
-
-func fail(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "passoverhead: "+format+"\n", a...)
-	os.Exit(1)
 }

@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/layoverhq/layover/bench/internal/benchkit"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
@@ -47,6 +48,7 @@ import (
 )
 
 func main() {
+	benchkit.Name = "wakeup"
 	jobs := flag.Int("jobs", 100000, "deferred jobs")
 	window := flag.Duration("window", 10*time.Minute, "the jobs are due uniformly over this window")
 	lead := flag.Duration("lead", 0, "from the start of seeding to the window's start (default 20s + 1s per 2,000 jobs)")
@@ -62,7 +64,7 @@ func main() {
 		return
 	}
 	if *jobs < 1 || *window <= 0 {
-		fail("want -jobs >= 1 and -window > 0")
+		benchkit.Fail("want -jobs >= 1 and -window > 0")
 	}
 	if *lead == 0 {
 		*lead = 20*time.Second + time.Duration(*jobs/2000)*time.Second
@@ -71,7 +73,7 @@ func main() {
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "wakeup-")
 		if err != nil {
-			fail("%v", err)
+			benchkit.Fail("%v", err)
 		}
 		defer os.RemoveAll(d)
 		*dir = d
@@ -79,7 +81,7 @@ func main() {
 	path := filepath.Join(*dir, "layover.db")
 	exe, err := os.Executable()
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 
 	seedStart := time.Now()
@@ -88,25 +90,25 @@ func main() {
 		strconv.Itoa(*jobs), window.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		fail("seeding: %v", err)
+		benchkit.Fail("seeding: %v", err)
 	}
 	seeded := time.Since(seedStart)
 	if time.Until(t0) < time.Second {
-		fail("seeding took %s, past the window's start: raise -lead", seeded.Round(time.Millisecond))
+		benchkit.Fail("seeding took %s, past the window's start: raise -lead", seeded.Round(time.Millisecond))
 	}
 
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, path)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	defer st.Close()
 	counts, err := st.CountJobs(ctx)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	if counts[job.Deferred] != *jobs {
-		fail("the store holds %v, want %d deferred jobs", counts, *jobs)
+		benchkit.Fail("the store holds %v, want %d deferred jobs", counts, *jobs)
 	}
 
 	late := make([]time.Duration, *jobs)
@@ -131,21 +133,21 @@ func main() {
 	h, err := host.New(host.Config{Store: st, Runner: runner, Policy: p, ResumeRate: 1e9,
 		Concurrency: *conc, Env: []string{"PATH=/usr/bin:/bin"}, Hostname: "wakeup-bench"})
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
-			fail("%v", err)
+			benchkit.Fail("%v", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fail("%v", err)
+			benchkit.Fail("%v", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
 	cpu0 := readCPU()
 	if err := h.Start(ctx); err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 
 	// The RSS at T0: the host holds every job, none woken yet.
@@ -182,7 +184,7 @@ func main() {
 	hwm := procStatus("VmHWM")
 	final, err := st.CountJobs(ctx)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	if done == 0 {
 		done = final[job.Complete]
@@ -205,7 +207,7 @@ func main() {
 	fmt.Printf("started %d, complete %d, runner calls %d, states at the end %v\n", len(got), done, calls.Load(), final)
 	if len(got) > 0 {
 		fmt.Printf("lateness  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
-			msd(pct(got, 50)), msd(pct(got, 90)), msd(pct(got, 99)), msd(pct(got, 99.9)), msd(got[len(got)-1]))
+			msd(benchkit.Pct(got, 50)), msd(benchkit.Pct(got, 90)), msd(benchkit.Pct(got, 99)), msd(benchkit.Pct(got, 99.9)), msd(got[len(got)-1]))
 	}
 	fmt.Printf("CPU over the host phase (%s): this process %.0f%% of one core; other processes %.0f%% of one core (of %d)\n",
 		cpu.wall.Round(time.Second), 100*cpu.self.Seconds()/cpu.wall.Seconds(),
@@ -236,18 +238,18 @@ func listWorst(n int, late []time.Duration, dues []time.Time, seen []atomic.Bool
 // and the window. Job i's id carries its index and its due time.
 func seedChild(path string, args []string) {
 	if len(args) != 3 {
-		fail("seed: want T0-ms jobs window")
+		benchkit.Fail("seed: want T0-ms jobs window")
 	}
 	t0ms, err1 := strconv.ParseInt(args[0], 10, 64)
 	n, err2 := strconv.Atoi(args[1])
 	window, err3 := time.ParseDuration(args[2])
 	if err1 != nil || err2 != nil || err3 != nil {
-		fail("seed: bad arguments %q", args)
+		benchkit.Fail("seed: bad arguments %q", args)
 	}
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, path)
 	if err != nil {
-		fail("%v", err)
+		benchkit.Fail("%v", err)
 	}
 	defer st.Close()
 
@@ -286,7 +288,7 @@ func seedChild(path string, args []string) {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		fail("seed: %v", err)
+		benchkit.Fail("seed: %v", err)
 	}
 }
 
@@ -361,15 +363,4 @@ func procStatus(field string) int64 {
 
 func kb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1024) }
 
-// pct is the p-th percentile of sorted s, nearest rank.
-func pct(s []time.Duration, p float64) time.Duration {
-	i := int(float64(len(s))*p/100 + 0.999999)
-	return s[min(max(i-1, 0), len(s)-1)]
-}
-
 func msd(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-
-func fail(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "wakeup: "+format+"\n", a...)
-	os.Exit(1)
-}
