@@ -13,6 +13,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/host/supervisor"
+	"github.com/layoverhq/layover/internal/proctest"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/provider"
 )
@@ -63,16 +64,6 @@ func processRunner(supervised bool, out *syncBuffer, seen *classified) *host.Pro
 
 func attempt(argv ...string) host.Run {
 	return host.Run{Job: job.Job{ID: "j"}, Argv: argv, Env: []string{"PATH=" + os.Getenv("PATH")}}
-}
-
-// alive reports whether pid is a live process (a zombie has died).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
 }
 
 func eventually(t *testing.T, cond func() bool, what string) {
@@ -139,7 +130,7 @@ func TestProcessRunner(t *testing.T) {
 				if err != nil {
 					t.Fatalf("pid file %q", raw)
 				}
-				eventually(t, func() bool { return !alive(pid) }, "the job's background process to be killed")
+				eventually(t, func() bool { return !proctest.Alive(pid) }, "the job's background process to be killed")
 			})
 			t.Run("a stopped attempt gets SIGTERM and ends as transient", func(t *testing.T) {
 				dir := t.TempDir()

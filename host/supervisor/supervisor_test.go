@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host/supervisor"
+	"github.com/layoverhq/layover/internal/proctest"
 )
 
 // The test binary is its own supervisor program, and, with hostEnv set, a
@@ -152,12 +153,12 @@ func TestTheJobsGroupDiesWithItsHost(t *testing.T) {
 		}
 		procs = append(procs, pid)
 	}
-	if len(procs) != 2 || !alive(procs[0]) || !alive(procs[1]) {
+	if len(procs) != 2 || !proctest.Alive(procs[0]) || !proctest.Alive(procs[1]) {
 		t.Fatalf("the job's shell and its background sleep should run: %v", procs)
 	}
 	host.Process.Kill()
 	host.Wait()
-	waitFor(t, func() bool { return !alive(procs[0]) && !alive(procs[1]) }, "the job's shell and grandchild to die with the host")
+	waitFor(t, func() bool { return !proctest.Alive(procs[0]) && !proctest.Alive(procs[1]) }, "the job's shell and grandchild to die with the host")
 }
 
 // Run by hand, without a host's link, the supervisor refuses with a clear
@@ -170,16 +171,6 @@ func TestTheSupervisorNeedsAHost(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "runs only under a host") {
 		t.Fatalf("exit %v, output %q", err, out)
 	}
-}
-
-// alive reports whether pid is a live process; a zombie has died.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
 }
 
 // waitFor polls cond: the processes under test move by themselves.

@@ -1,0 +1,54 @@
+// Package proctest helps tests that drive real processes: it builds the
+// binaries they run and tells whether a process still lives.
+package proctest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// Main builds each package of bins (a path relative to the test's package
+// → the binary's name) into a new directory, with -race when race is set,
+// sets *dir to it, runs the tests, removes the directory and exits with
+// their code. Call it from TestMain.
+func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
+	d, err := os.MkdirTemp("", "layover-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*dir = d
+	for pkg, name := range bins {
+		args := []string{"build", "-o", filepath.Join(d, name)}
+		if race {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(d)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// Alive reports whether pid is a live process: it exists and is not a
+// zombie (a zombie has died; only its exit status is left).
+func Alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may hold
+	// spaces and parentheses itself.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
