@@ -101,36 +101,17 @@ func PrepareDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, 
 	if o.Shell == "" {
 		o.Shell = "/bin/sh"
 	}
-	p := o.Policy
-	jitter := p.ResumeAt(d.ResetAt, o.Rand).Sub(d.ResetAt) - p.ResetMargin
-	after, by, err := receipt.Window(o.Now, d.ResetAt, p.ResetMargin, jitter, spec.Deadline)
-	if err != nil {
-		return job.Job{}, nil, nil, err
-	}
 	j := job.Job{ID: id, Spec: spec, State: job.Deferred, CreatedAt: o.Now, UpdatedAt: o.Now}
-	hh := &Host{cfg: Config{Shell: o.Shell, Env: o.Env}}
-	b, err := hh.bindings(ctx, j, keys)
+	hh := &Host{cfg: Config{Shell: o.Shell, Env: o.Env, Policy: o.Policy}}
+	w := wait{Key: d.Key, Provider: d.Provider, Secondary: d.Secondary, ResetAt: d.ResetAt}
+	rc, data, err := hh.issueReceipt(ctx, issueInput{Now: o.Now, Job: j, Wait: w, Jitter: o.Policy.DrawJitter(o.Rand),
+		Keys: keys, Retained: o.Retained})
 	if err != nil {
 		return job.Job{}, nil, nil, err
 	}
-	w := wait{Key: d.Key, Provider: d.Provider, Secondary: d.Secondary}
-	params := receipt.Params{Reason: receiptReason(w), IssuedAt: o.Now, ResumeAfter: after, ResumeBy: by,
-		Bindings: b, FreshApprovalRequired: spec.FreshApprovalRequired}
-	var rc *receipt.Receipt
+	j.Ownership = job.Handoff
 	if o.Retained {
-		nonce := randomHex(16)
-		rc, err = receipt.NewRetained(params, receipt.Digest("wakeup:"+id+":"+nonce), receipt.Digest("cancel:"+id+":"+nonce))
 		j.Ownership = job.Retained
-	} else {
-		rc, err = receipt.NewHandoff(params)
-		j.Ownership = job.Handoff
-	}
-	if err != nil {
-		return job.Job{}, nil, nil, err
-	}
-	data, err := receipt.Encode(rc)
-	if err != nil {
-		return job.Job{}, nil, nil, err
 	}
 	j.RunAt, j.ResumeBy = rc.ResumeAfter(), rc.ResumeBy()
 	j.Stage = "Quota wait until " + stageTime(j.RunAt)

@@ -214,6 +214,14 @@ func receiptReason(w wait) receipt.Reason {
 func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt, keys []quota.Key) {
 	now := h.cfg.Clock.Now()
 	p := h.cfg.Policy
+	// A deferral found by the preflight of a resume (no attempt ran)
+	// continues the chain of the receipt it resumed: it keeps that
+	// receipt's resume_by, so re-deferring never extends a chain. A
+	// deferral after an attempt starts a new chain.
+	var chainBy time.Time
+	if att == nil {
+		chainBy = j.ResumeBy
+	}
 	if w.ResetAt.IsZero() {
 		backoff := p.SecondaryWait
 		if !w.Secondary {
@@ -230,7 +238,9 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		}
 		h.apply(ctx, j, job.Change{To: job.Deferred, Reason: why, Attempt: att,
 			Mutate: func(x *job.Job) {
-				x.RunAt, x.ResumeBy, x.Ownership, x.Probes = runAt, time.Time{}, job.Retained, x.Probes+1
+				// A probe inside a chain keeps its resume_by: the sweep
+				// cancels the job if the chain ends before the quota is back.
+				x.RunAt, x.ResumeBy, x.Ownership, x.Probes = runAt, chainBy, job.Retained, x.Probes+1
 				x.Stage = "Quota wait until " + stageTime(runAt) + note
 				releaseLease(x)
 			}})
@@ -240,29 +250,15 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		h.block(ctx, j, "the quota resets more than 24h from now ("+stageTime(w.ResetAt)+")", att)
 		return
 	}
-	jitter := p.ResumeAt(w.ResetAt, h.cfg.Rand).Sub(w.ResetAt) - p.ResetMargin
-	after, by, err := receipt.Window(now, w.ResetAt, p.ResetMargin, jitter, j.Spec.Deadline)
-	if err != nil {
+	rc, data, err := h.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: p.DrawJitter(h.cfg.Rand),
+		ChainBy: chainBy, Keys: keys, Retained: true})
+	if windowError(err) {
 		h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: err.Error(), Attempt: att,
 			Mutate: func(x *job.Job) { x.Stage = "Cancelled: " + err.Error(); releaseLease(x) }})
 		return
 	}
-	b, err := h.bindings(ctx, j, keys)
-	if err != nil {
-		h.block(ctx, j, "cannot compute bindings: "+err.Error(), att)
-		return
-	}
-	nonce := randomHex(16)
-	rc, err := receipt.NewRetained(receipt.Params{Reason: receiptReason(w), IssuedAt: now, ResumeAfter: after,
-		ResumeBy: by, Bindings: b, FreshApprovalRequired: j.Spec.FreshApprovalRequired},
-		receipt.Digest("wakeup:"+j.ID+":"+nonce), receipt.Digest("cancel:"+j.ID+":"+nonce))
 	if err != nil {
 		h.block(ctx, j, "cannot issue a receipt: "+err.Error(), att)
-		return
-	}
-	data, err := receipt.Encode(rc)
-	if err != nil {
-		h.block(ctx, j, "cannot encode a receipt: "+err.Error(), att)
 		return
 	}
 	h.apply(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,

@@ -360,11 +360,57 @@ func TestResumeStillShortDefersAgainWithNewReceipt(t *testing.T) {
 	if !j.RunAt.Equal(t0.Add(71 * time.Minute)) {
 		t.Fatalf("second wake-up %v", j.RunAt)
 	}
+	// The second receipt continues the first one's chain: same resume_by
+	// (6 h after the first wake-up), not 6 h after the second.
+	rcs := decodeReceipts(t, b.history("j"))
+	if first, second := rcs[0].ResumeBy(), rcs[1].ResumeBy(); !second.Equal(first) || !first.Equal(t0.Add(6*time.Minute+6*time.Hour)) {
+		t.Fatalf("resume_by of the chain: first %v, second %v; want both %v", first, second, t0.Add(6*time.Minute+6*time.Hour))
+	}
 	b.quotas.set(quota.State{Key: coreKey, Limit: 5000, Remaining: 5000, ResetAt: t0.Add(2 * time.Hour), ResetKnown: true})
 	b.clock.Advance(66 * time.Minute)
 	b.awaitState("j", job.Complete)
 	if b.script.count() != 2 {
 		t.Fatalf("runs %d", b.script.count())
+	}
+}
+
+// A chain of deferrals never outlives its first resume_by: a resume whose
+// preflight finds the quota short until after it ends the job instead of
+// issuing a receipt that extends the chain.
+func TestDeferralChainEndsAtItsFirstResumeBy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reset := t0.Add(5 * time.Minute)
+	b.script.push(func(context.Context, host.Run) error { return host.Quota("github", "core", reset) })
+	b.submit("j", job.Spec{Quota: []string{"github"}})
+	first := b.awaitState("j", job.Deferred)
+	// At the wake-up the key is exhausted again until after the chain's
+	// resume_by (t0+6m+6h).
+	b.quotas.set(quota.State{Key: coreKey, Limit: 5000, Remaining: 0, ResetAt: first.ResumeBy.Add(time.Hour), ResetKnown: true})
+	b.clock.Advance(6 * time.Minute)
+	j := b.awaitState("j", job.Cancelled)
+	if !strings.Contains(j.Stage, "resume_by") {
+		t.Fatalf("stage %q; want the chain's end named", j.Stage)
+	}
+	if n := len(b.history("j").Receipts); n != 1 || b.script.count() != 1 {
+		t.Fatalf("%d receipts, %d runs; want 1 and 1", n, b.script.count())
+	}
+}
+
+// A probe (reset unknown) inside a chain keeps the chain's resume_by: the
+// job is cancelled when the chain ends, not probed for ever.
+func TestProbeInsideAChainKeepsItsResumeBy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reset := t0.Add(5 * time.Minute)
+	b.script.push(func(context.Context, host.Run) error { return host.Quota("github", "core", reset) })
+	b.submit("j", job.Spec{Quota: []string{"github"}})
+	first := b.awaitState("j", job.Deferred)
+	b.quotas.set(quota.State{Key: coreKey, Limit: 5000, Remaining: 0, ResetAt: t0.Add(time.Hour)}) // reset assumed, not declared
+	b.clock.Advance(6 * time.Minute)
+	j := b.await("j", func(j job.Job) bool { return j.State == job.Deferred && j.Probes == 1 }, "probing")
+	if !j.ResumeBy.Equal(first.ResumeBy) {
+		t.Fatalf("probe's resume_by %v, want the chain's %v", j.ResumeBy, first.ResumeBy)
 	}
 }
 
@@ -558,3 +604,16 @@ func TestStopGivesRunningJobsBack(t *testing.T) {
 type fixedRand struct{}
 
 func (fixedRand) Int64N(n int64) int64 { return n / 2 }
+
+func decodeReceipts(t *testing.T, h job.History) []*receipt.Receipt {
+	t.Helper()
+	var out []*receipt.Receipt
+	for _, r := range h.Receipts {
+		rc, err := receipt.Decode(r.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rc)
+	}
+	return out
+}

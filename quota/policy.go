@@ -175,6 +175,11 @@ func (p Policy) jitter(rnd Rand) time.Duration {
 	return time.Duration(rnd.Int64N(int64(p.Jitter) + 1))
 }
 
+// DrawJitter draws the jitter of one wait: a uniform duration in
+// [0, p.Jitter]. A caller that needs the jitter as a value (a receipt's
+// window) draws it once here and passes it on.
+func (p Policy) DrawJitter(rnd Rand) time.Duration { return p.jitter(rnd) }
+
 // ResumeAt is when a command waiting on a quota that resets at reset may run
 // again: reset + ResetMargin + a uniform 0..Jitter.
 func (p Policy) ResumeAt(reset time.Time, rnd Rand) time.Time {

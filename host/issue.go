@@ -1,0 +1,80 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
+)
+
+// ErrChainEnded: a re-deferral would need a wake-up after the resume_by of
+// the chain it continues. Re-deferring never extends a chain, so the job
+// ends (cancelled) instead.
+var ErrChainEnded = errors.New("the quota is still short at the end of the deferral chain's resume_by")
+
+// windowError reports whether err is a receipt window that could not be
+// made (the job cannot wait that long), as opposed to a failure to make the
+// receipt itself.
+func windowError(err error) bool {
+	return errors.Is(err, receipt.ErrDeadline) || errors.Is(err, receipt.ErrTooFar) || errors.Is(err, ErrChainEnded)
+}
+
+// issueInput is what one receipt is issued from.
+type issueInput struct {
+	Now  time.Time
+	Job  job.Job // its ID and Spec
+	Wait wait    // ResetAt must be provider-declared (non-zero)
+	// Jitter is the policy jitter drawn once for this wait.
+	Jitter time.Duration
+	// ChainBy is the resume_by of the receipt this deferral continues
+	// (zero for the first of a chain). A chain of deferrals never outlives
+	// its first resume_by: the new receipt's resume_by is at most ChainBy.
+	ChainBy  time.Time
+	Keys     []quota.Key
+	Retained bool
+}
+
+// issueReceipt is the one place a receipt is made, for a job deferred by
+// `layover run --defer-after`/`--submit` (PrepareDeferred) and by the host
+// (deferJob). The window is receipt.Window's, bounded by the job's deadline
+// and by in.ChainBy; an empty window is receipt.ErrTooFar or
+// receipt.ErrDeadline (ErrChainEnded when the chain's bound emptied it).
+func (h *Host) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receipt, []byte, error) {
+	p := h.cfg.Policy
+	bound := in.Job.Spec.Deadline
+	if !in.ChainBy.IsZero() && (bound.IsZero() || in.ChainBy.Before(bound)) {
+		bound = in.ChainBy
+	}
+	after, by, err := receipt.Window(in.Now, in.Wait.ResetAt, p.ResetMargin, in.Jitter, bound)
+	if errors.Is(err, receipt.ErrDeadline) && bound.Equal(in.ChainBy) {
+		err = ErrChainEnded
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := h.bindings(ctx, in.Job, in.Keys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot compute bindings: %w", err)
+	}
+	params := receipt.Params{Reason: receiptReason(in.Wait), IssuedAt: in.Now, ResumeAfter: after, ResumeBy: by,
+		Bindings: b, FreshApprovalRequired: in.Job.Spec.FreshApprovalRequired}
+	var rc *receipt.Receipt
+	if in.Retained {
+		nonce := randomHex(16)
+		rc, err = receipt.NewRetained(params, receipt.Digest("wakeup:"+in.Job.ID+":"+nonce), receipt.Digest("cancel:"+in.Job.ID+":"+nonce))
+	} else {
+		rc, err = receipt.NewHandoff(params)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := receipt.Encode(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, data, nil
+}
