@@ -618,6 +618,11 @@ func crashSafety(t *testing.T, name, loc string) {
 	}
 
 	var deferredJobs, receipts, wakeUps, leaseLost, reruns, unknownResets, requeued, slow int
+	// Why jobs were deferred, by the transition reason's first words: after
+	// a run ("quota exhausted"), or by a preflight that found the key still
+	// in its wait ("quota wait") or below its reserve ("reserve still
+	// short").
+	deferredBy := map[string]int{}
 	for _, p := range plan {
 		j, raw, err := w.show(p.ID)
 		if err != nil {
@@ -645,6 +650,10 @@ func crashSafety(t *testing.T, name, loc string) {
 			}
 			if tr.To == "deferred" && strings.Contains(tr.Reason, "probing again") {
 				unknownResets++
+			}
+			if tr.To == "deferred" {
+				why, _, _ := strings.Cut(tr.Reason, ":")
+				deferredBy[tr.From+" > deferred: "+why]++
 			}
 			if tr.Reason == "progress deadline passed" {
 				requeued++
@@ -721,6 +730,7 @@ func crashSafety(t *testing.T, name, loc string) {
 	if unknownResets > 0 {
 		t.Logf("%d deferrals had no receipt (reset unknown)", unknownResets)
 	}
+	t.Logf("deferrals by cause: %v", deferredBy)
 	if deferredJobs == 0 {
 		t.Errorf("no job was deferred with a receipt (%d quota windows, %d gh calls rejected): the run did not test deferral",
 			st.windows, rejected)
