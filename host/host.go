@@ -40,6 +40,11 @@ const (
 	DefaultLease       = 30 * time.Second
 	DefaultHeartbeat   = 10 * time.Second
 	DefaultResumeRate  = 10 // resumes per second per key
+	// MinResumeRate and MaxResumeRate bound Config.ResumeRate (resumes per
+	// second per key): slower than one an hour or faster than a million a
+	// second is a mistake, and outside them the pacing interval overflows.
+	MinResumeRate = 1.0 / 3600
+	MaxResumeRate = 1e6
 	DefaultConcurrency = 16
 	DefaultMaxAttempts = 3
 	DefaultBackoff     = 10 * time.Second
@@ -149,8 +154,11 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Heartbeat >= cfg.Lease {
 		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.Lease)
 	}
-	if cfg.ResumeRate <= 0 {
+	if cfg.ResumeRate == 0 {
 		cfg.ResumeRate = DefaultResumeRate
+	}
+	if !(cfg.ResumeRate >= MinResumeRate && cfg.ResumeRate <= MaxResumeRate) { // NaN fails both
+		return nil, fmt.Errorf("host: resume rate %v: want %g to %g per second", cfg.ResumeRate, MinResumeRate, MaxResumeRate)
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency

@@ -15,7 +15,7 @@ type CapError struct {
 
 func (e *CapError) Error() string {
 	return fmt.Sprintf("a wait of %s would take the total quota wait to %s, past the %s cap",
-		e.Wait.Round(time.Second), (e.Spent + e.Wait).Round(time.Second), e.Max)
+		e.Wait.Round(time.Second), SumSat(e.Spent, e.Wait).Round(time.Second), e.Max)
 }
 
 // Budget tracks one command's total quota waiting against a cap. The zero
@@ -38,7 +38,7 @@ func (b *Budget) Take(d time.Duration) error {
 	if d > b.Max-b.Spent {
 		return &CapError{Wait: d, Spent: b.Spent, Max: b.Max}
 	}
-	b.Spent += d
+	b.Spent = SumSat(b.Spent, d)
 	return nil
 }
 

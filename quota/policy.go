@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -24,6 +25,19 @@ const (
 	// ThrottleQuotaCutoff: a throttle whose stated wait is longer than this is
 	// treated as primary exhaustion (class quota), not a short throttle.
 	ThrottleQuotaCutoff = 5 * time.Minute
+
+	// MaxPolicyWait bounds every policy duration but MaxTotalWait (margin,
+	// jitter, secondary wait, assumed reset): 24 h, the longest wait a
+	// receipt can describe.
+	MaxPolicyWait = 24 * time.Hour
+	// MaxTotalWaitCap bounds MaxTotalWait: 7 days.
+	MaxTotalWaitCap = 7 * 24 * time.Hour
+	// MaxSecondaryRetries bounds SecondaryRetries.
+	MaxSecondaryRetries = 100
+	// MinRerunWait is the floor of every wait before a command runs again
+	// after a quota or throttle failure, whatever the reset and the
+	// margin say: a command is never re-run in a tight loop.
+	MinRerunWait = time.Second
 )
 
 // Reserve is the number of units kept for running commands. The zero value
@@ -67,8 +81,8 @@ func (r *Reserve) Set(v string) error {
 		return nil
 	}
 	name = strings.TrimSpace(name)
-	if name == "" {
-		return fmt.Errorf("reserve %q: resource name is empty", v)
+	if !ValidResource(name) {
+		return fmt.Errorf("reserve %q: resource must be a lowercase name like core, graphql or search", v)
 	}
 	if r.PerResource == nil {
 		r.PerResource = map[string]int64{}
@@ -106,6 +120,21 @@ func (r Reserve) validate() error {
 	return nil
 }
 
+// ValidResource reports whether s can name a resource: 1 to 64 of a-z,
+// 0-9, '_' and '-'. Resource names are matched exactly, so "CORE" would
+// match nothing and is refused rather than silently ignored.
+func ValidResource(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Policy holds the numbers that govern admission and waiting. The zero value
 // is not useful; start from DefaultPolicy.
 type Policy struct {
@@ -140,21 +169,30 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// Validate reports the first number that cannot be used.
+// Validate reports the first number that cannot be used: every duration
+// lies in [0, MaxPolicyWait] (MaxTotalWait in [0, MaxTotalWaitCap],
+// UnknownReset above 0) and SecondaryRetries in [0, MaxSecondaryRetries].
 func (p Policy) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		max  time.Duration
+	}{
+		{"reset margin", p.ResetMargin, MaxPolicyWait},
+		{"jitter", p.Jitter, MaxPolicyWait},
+		{"max total wait", p.MaxTotalWait, MaxTotalWaitCap},
+		{"secondary wait", p.SecondaryWait, MaxPolicyWait},
+		{"unknown reset", p.UnknownReset, MaxPolicyWait},
+	} {
+		if d.v < 0 || d.v > d.max {
+			return fmt.Errorf("%s %s: want a duration from 0 to %s", d.name, d.v, d.max)
+		}
+	}
 	switch {
-	case p.ResetMargin < 0:
-		return errors.New("reset margin must not be negative")
-	case p.Jitter < 0:
-		return errors.New("jitter must not be negative")
-	case p.MaxTotalWait < 0:
-		return errors.New("max total wait must not be negative")
-	case p.SecondaryWait < 0:
-		return errors.New("secondary wait must not be negative")
-	case p.SecondaryRetries < 0:
-		return errors.New("secondary retries must not be negative")
 	case p.UnknownReset <= 0:
 		return errors.New("unknown reset must be positive")
+	case p.SecondaryRetries < 0 || p.SecondaryRetries > MaxSecondaryRetries:
+		return fmt.Errorf("secondary retries %d: want a number from 0 to %d", p.SecondaryRetries, MaxSecondaryRetries)
 	}
 	return p.Reserve.validate()
 }
@@ -172,6 +210,9 @@ func (p Policy) jitter(rnd Rand) time.Duration {
 	if p.Jitter <= 0 {
 		return 0
 	}
+	if p.Jitter == math.MaxInt64 {
+		return time.Duration(rnd.Int64N(math.MaxInt64))
+	}
 	return time.Duration(rnd.Int64N(int64(p.Jitter) + 1))
 }
 
@@ -183,13 +224,42 @@ func (p Policy) DrawJitter(rnd Rand) time.Duration { return p.jitter(rnd) }
 // ResumeAt is when a command waiting on a quota that resets at reset may run
 // again: reset + ResetMargin + a uniform 0..Jitter.
 func (p Policy) ResumeAt(reset time.Time, rnd Rand) time.Time {
-	return reset.Add(p.ResetMargin + p.jitter(rnd))
+	return AddSat(AddSat(reset, p.ResetMargin), p.jitter(rnd))
+}
+
+// RerunAt is when a command that failed on a quota or throttle at now runs
+// again, given the planned time until: never sooner than now +
+// MinRerunWait, so a reset in the past (or a zero margin) cannot re-run a
+// command in a tight loop.
+func RerunAt(now, until time.Time) time.Time {
+	if floor := AddSat(now, MinRerunWait); until.Before(floor) {
+		return floor
+	}
+	return until
+}
+
+// AddSat returns t+d with a negative d taken as 0, so a wait computed from
+// a flag or a provider value never lies before t. (time.Time.Add itself
+// cannot wrap for any Duration; it is sums of durations that can, see
+// SumSat.)
+func AddSat(t time.Time, d time.Duration) time.Time {
+	return t.Add(max(d, 0))
+}
+
+// SumSat returns a+b for non-negative durations, saturating at the largest
+// Duration instead of wrapping to a negative one.
+func SumSat(a, b time.Duration) time.Duration {
+	a, b = max(a, 0), max(b, 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // AssumedReset is the reset assumed when the provider gives none: now +
 // UnknownReset. The caller checks again when it arrives.
 func (p Policy) AssumedReset(now time.Time) time.Time {
-	return now.Add(p.UnknownReset)
+	return AddSat(now, p.UnknownReset)
 }
 
 // SecondaryDelay is the wait after a secondary limit: the provider's

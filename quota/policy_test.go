@@ -3,6 +3,7 @@ package quota_test
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -373,4 +374,119 @@ func TestSecondaryDelay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 8: a policy that would overflow a wait is refused, and the wait
+// arithmetic saturates for the values Validate admits and for literals that
+// skip it.
+func TestPolicyValidateRanges(t *testing.T) {
+	t.Parallel()
+	huge := time.Duration(math.MaxInt64)
+	for name, mutate := range map[string]func(*quota.Policy){
+		"margin max int":     func(p *quota.Policy) { p.ResetMargin = huge },
+		"jitter max int":     func(p *quota.Policy) { p.Jitter = huge },
+		"margin past 24h":    func(p *quota.Policy) { p.ResetMargin = 24*time.Hour + 1 },
+		"cap past 7 days":    func(p *quota.Policy) { p.MaxTotalWait = 7*24*time.Hour + 1 },
+		"secondary past 24h": func(p *quota.Policy) { p.SecondaryWait = 25 * time.Hour },
+		"unknown past 24h":   func(p *quota.Policy) { p.UnknownReset = 25 * time.Hour },
+		"retries past 100":   func(p *quota.Policy) { p.SecondaryRetries = 101 },
+	} {
+		p := quota.DefaultPolicy()
+		mutate(&p)
+		if err := p.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	p := quota.DefaultPolicy()
+	p.ResetMargin, p.Jitter, p.MaxTotalWait = 24*time.Hour, 24*time.Hour, 7*24*time.Hour
+	if err := p.Validate(); err != nil {
+		t.Errorf("the largest values are refused: %v", err)
+	}
+}
+
+func TestReserveSetRefusesResourceNamesThatMatchNothing(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"CORE=5", "Core=1", "co re=1", "=3", strings.Repeat("a", 65) + "=1"} {
+		var r quota.Reserve
+		if err := r.Set(v); err == nil {
+			t.Errorf("%q accepted", v)
+		}
+	}
+}
+
+// The wait planner's arithmetic over extreme values, with or without
+// Validate: a resume never lies before the reset, a re-run never comes
+// sooner than MinRerunWait, and a budget never passes its cap or wraps.
+func TestWaitArithmeticSaturates(t *testing.T) {
+	t.Parallel()
+	huge := time.Duration(math.MaxInt64)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, p := range []quota.Policy{
+		{ResetMargin: huge, Jitter: huge, UnknownReset: huge, MaxTotalWait: huge},
+		{ResetMargin: huge - 1, Jitter: 1, UnknownReset: 1},
+		{ResetMargin: -time.Hour, Jitter: -1, UnknownReset: -1},
+	} {
+		for _, reset := range []time.Time{now.Add(-time.Hour), now, now.Add(time.Hour)} {
+			at := p.ResumeAt(reset, drawRand(math.MaxInt64-1))
+			if at.Before(reset) {
+				t.Errorf("policy %+v: resume %v before the reset %v", p, at, reset)
+			}
+			if r := quota.RerunAt(now, at); r.Before(now.Add(quota.MinRerunWait)) {
+				t.Errorf("policy %+v: re-run at %v, sooner than the floor", p, r)
+			}
+		}
+		if got := p.AssumedReset(now); got.Before(now) {
+			t.Errorf("policy %+v: assumed reset %v before now", p, got)
+		}
+	}
+	b := quota.Budget{Max: 2 * time.Hour}
+	for _, d := range []time.Duration{time.Hour, huge, huge - time.Hour, time.Hour, 1} {
+		b.Take(d)
+		if b.Spent < 0 || b.Spent > b.Max {
+			t.Fatalf("budget spent %v after taking %v (cap %v)", b.Spent, d, b.Max)
+		}
+	}
+	if got := quota.SumSat(huge, huge); got != huge {
+		t.Errorf("SumSat(max, max) = %v", got)
+	}
+}
+
+// drawRand answers every draw with its value, or the largest allowed.
+type drawRand int64
+
+func (f drawRand) Int64N(n int64) int64 { return min(int64(f), n-1) }
+
+// FuzzWaitPlan: the planner's invariants over any margin, jitter, reset,
+// cap and draw.
+func FuzzWaitPlan(f *testing.F) {
+	f.Add(int64(60e9), int64(60e9), int64(3600e9), int64(7200e9), int64(5))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(-1), int64(math.MaxInt64), int64(math.MaxInt64))
+	f.Add(int64(0), int64(0), int64(math.MinInt64), int64(0), int64(0))
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, margin, jitter, resetOff, maxWait, draw int64) {
+		p := quota.Policy{ResetMargin: time.Duration(margin), Jitter: time.Duration(jitter),
+			MaxTotalWait: time.Duration(maxWait), UnknownReset: time.Minute}
+		reset := now.Add(time.Duration(resetOff))
+		at := p.ResumeAt(reset, drawRand(max(draw, 0)))
+		if at.Before(reset) {
+			t.Fatalf("resume %v before the reset %v", at, reset)
+		}
+		rerun := quota.RerunAt(now, at)
+		if rerun.Before(now.Add(quota.MinRerunWait)) {
+			t.Fatalf("re-run at %v sooner than the floor", rerun)
+		}
+		b := quota.Budget{Max: max(p.MaxTotalWait, 0)}
+		// Each wait is at least the floor, so a command can wait at most
+		// Max/MinRerunWait times before the cap refuses it.
+		runs := 0
+		for runs <= 1000 && b.Take(rerun.Sub(now)) == nil {
+			runs++
+		}
+		if b.Spent > b.Max || b.Spent < 0 {
+			t.Fatalf("spent %v of a %v cap", b.Spent, b.Max)
+		}
+		if limit := int64(b.Max / quota.MinRerunWait); int64(runs) > limit {
+			t.Fatalf("%d waits within a %v cap, more than %d", runs, b.Max, limit)
+		}
+	})
 }

@@ -298,7 +298,7 @@ func runLayover(o options) (result, error) {
 	})
 	p := quota.DefaultPolicy()
 	p.ResetMargin, p.Jitter = 0, 0 // the wake-up is the due time itself
-	h, err := host.New(host.Config{Store: doneStore{st, rec}, Runner: runner, Policy: p, ResumeRate: 1e9,
+	h, err := host.New(host.Config{Store: doneStore{st, rec}, Runner: runner, Policy: p, ResumeRate: host.MaxResumeRate,
 		Concurrency: o.Workers, Rand: &lockedRand{r: rand.New(rand.NewPCG(3, 4))}, Env: []string{"PATH=/usr/bin:/bin"},
 		Hostname: "riverbench"})
 	if err != nil {

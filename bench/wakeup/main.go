@@ -130,7 +130,7 @@ func main() {
 	})
 	p := quota.DefaultPolicy()
 	p.Jitter = 0
-	h, err := host.New(host.Config{Store: st, Runner: runner, Policy: p, ResumeRate: 1e9,
+	h, err := host.New(host.Config{Store: st, Runner: runner, Policy: p, ResumeRate: host.MaxResumeRate,
 		Concurrency: *conc, Env: []string{"PATH=/usr/bin:/bin"}, Hostname: "wakeup-bench"})
 	if err != nil {
 		benchkit.Fail("%v", err)

@@ -121,23 +121,11 @@ func (q *quotaSpecs) Set(v string) error {
 	if prov != "github" {
 		return fmt.Errorf("unknown quota provider %q (known: github)", prov)
 	}
-	if hasRes && !validResource(res) {
+	if hasRes && !quota.ValidResource(res) {
 		return fmt.Errorf("quota %q: resource must be a name like core, graphql or search", v)
 	}
 	*q = append(*q, quotaSpec{Provider: prov, Resource: res})
 	return nil
-}
-
-func validResource(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // githubResources lists the resources the specs name; plain "github" is core

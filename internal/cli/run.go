@@ -143,7 +143,7 @@ func (r *runner) loop(ctx context.Context) error {
 					return err
 				}
 			}
-			if err := r.wait(ctx, state.Key, until, "Quota wait", res.Code); err != nil {
+			if err := r.wait(ctx, state.Key, quota.RerunAt(r.env.Clock.Now(), until), "Quota wait", res.Code); err != nil {
 				return err
 			}
 		case provider.ClassSecondary:
@@ -155,9 +155,9 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			key := r.keyFor(out)
 			now := r.env.Clock.Now()
-			until := now.Add(r.opts.Policy.SecondaryDelay(out.RetryAfter))
+			until := quota.RerunAt(now, quota.AddSat(now, r.opts.Policy.SecondaryDelay(out.RetryAfter)))
 			if out.RetryAfter >= 0 {
-				if done, err := r.maybeDefer(ctx, key, now.Add(out.RetryAfter), until, true); done {
+				if done, err := r.maybeDefer(ctx, key, quota.AddSat(now, out.RetryAfter), until, true); done {
 					return err
 				}
 			}

@@ -46,8 +46,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErr("serve: --lease and --heartbeat must be positive")
 	case opts.Heartbeat >= opts.Lease:
 		return usageErr("serve: --heartbeat (%s) must be shorter than --lease (%s)", opts.Heartbeat, opts.Lease)
-	case opts.ResumeRate <= 0:
-		return usageErr("serve: --resume-rate must be positive")
+	case !(opts.ResumeRate >= host.MinResumeRate && opts.ResumeRate <= host.MaxResumeRate): // NaN fails both
+		return usageErr("serve: --resume-rate %v: want %g to %g resumes per second", opts.ResumeRate, host.MinResumeRate, host.MaxResumeRate)
 	case opts.Concurrency <= 0:
 		return usageErr("serve: --concurrency must be positive")
 	}
