@@ -37,14 +37,14 @@ type Quotas interface {
 
 // Defaults of DESIGN.md.
 const (
-	DefaultLease       = 30 * time.Second
-	DefaultHeartbeat   = 10 * time.Second
-	DefaultResumeRate  = 10 // resumes per second per key
+	DefaultLease      = 30 * time.Second
+	DefaultHeartbeat  = 10 * time.Second
+	DefaultResumeRate = 10 // resumes per second per key
 	// MinResumeRate and MaxResumeRate bound Config.ResumeRate (resumes per
 	// second per key): slower than one an hour or faster than a million a
 	// second is a mistake, and outside them the pacing interval overflows.
-	MinResumeRate = 1.0 / 3600
-	MaxResumeRate = 1e6
+	MinResumeRate      = 1.0 / 3600
+	MaxResumeRate      = 1e6
 	DefaultConcurrency = 16
 	DefaultMaxAttempts = 3
 	DefaultBackoff     = 10 * time.Second

@@ -13,15 +13,15 @@ import (
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	cases := map[string][]string{
-		"no command":         {},
-		"unknown command":    {"frobnicate"},
-		"unknown flag":       {"pass", "--frob", "--", "true"},
-		"missing --":         {"pass", "true"},
-		"nothing after --":   {"run", "--"},
-		"unknown provider":   {"pass", "--quota", "gitlab", "--", "true"},
-		"bad reserve":        {"pass", "--reserve", "many", "--", "true"},
-		"negative jitter":    {"run", "--jitter", "-1s", "--", "true"},
-		"bad duration":       {"run", "--max-total-wait", "soon", "--", "true"},
+		"no command":       {},
+		"unknown command":  {"frobnicate"},
+		"unknown flag":     {"pass", "--frob", "--", "true"},
+		"missing --":       {"pass", "true"},
+		"nothing after --": {"run", "--"},
+		"unknown provider": {"pass", "--quota", "gitlab", "--", "true"},
+		"bad reserve":      {"pass", "--reserve", "many", "--", "true"},
+		"negative jitter":  {"run", "--jitter", "-1s", "--", "true"},
+		"bad duration":     {"run", "--max-total-wait", "soon", "--", "true"},
 		// Issue 8: values that overflowed a wait or switched pacing off.
 		"huge reset margin":  {"run", "--reset-margin=9223372036854775807ns", "--", "true"},
 		"huge jitter":        {"run", "--jitter=9223372036854775807ns", "--", "true"},
