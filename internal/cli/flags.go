@@ -12,10 +12,13 @@ import (
 )
 
 // flagSet is a flag.FlagSet that reports errors as usage errors instead of
-// printing.
+// printing, and takes flags before and after positional arguments alike
+// ("show ID --json" and "show --json ID"); "--" ends the flags.
 type flagSet struct {
 	*flag.FlagSet
 	synopsis string
+	// positional holds the arguments that are not flags, in order.
+	positional []string
 }
 
 func newFlagSet(name, synopsis string) *flagSet {
@@ -27,19 +30,48 @@ func newFlagSet(name, synopsis string) *flagSet {
 // errHelp is returned when -h was asked for; the usage was printed.
 var errHelp = exitCode(ExitOK)
 
-// parse parses args; -h prints the command's usage to stdout.
+// parse parses args, flags and positional arguments interleaved; -h prints
+// the command's usage to stdout.
 func (fs *flagSet) parse(env *Env, args []string) error {
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(env.Stdout, "Usage: layover %s\n\nFlags:\n", fs.synopsis)
-		fs.SetOutput(env.Stdout)
-		fs.PrintDefaults()
-		return errHelp
+	fs.positional = nil
+	for {
+		err := fs.FlagSet.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(env.Stdout, "Usage: layover %s\n\nFlags:\n", fs.synopsis)
+			fs.SetOutput(env.Stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
+		if err != nil {
+			return usageErr("%s: %v", fs.Name(), err)
+		}
+		rest := fs.FlagSet.Args()
+		if len(rest) == 0 {
+			return nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			// The flags ended at "--": everything after it is positional.
+			fs.positional = append(fs.positional, rest...)
+			return nil
+		}
+		fs.positional = append(fs.positional, rest[0])
+		args = rest[1:]
 	}
-	if err != nil {
-		return usageErr("%s: %v", fs.Name(), err)
+}
+
+// Args returns the positional arguments, as flag.FlagSet.Args would if
+// flags could not follow them.
+func (fs *flagSet) Args() []string { return fs.positional }
+
+// NArg returns the number of positional arguments.
+func (fs *flagSet) NArg() int { return len(fs.positional) }
+
+// Arg returns the i'th positional argument, or "" if there is none.
+func (fs *flagSet) Arg(i int) string {
+	if i < 0 || i >= len(fs.positional) {
+		return ""
 	}
-	return nil
+	return fs.positional[i]
 }
 
 // parseWithCommand parses flags up to "--" and returns what follows it,

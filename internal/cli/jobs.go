@@ -202,23 +202,15 @@ func nonNilSlice[T any](s []T) []T {
 
 // parseID parses flags around exactly one positional job id.
 func (fs *flagSet) parseID(env *Env, args []string) (string, error) {
-	// Accept the id before or after the flags.
-	var id string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		id, args = args[0], args[1:]
-	}
 	if err := fs.parse(env, args); err != nil {
 		return "", err
 	}
-	rest := fs.Args()
-	if id == "" && len(rest) > 0 {
-		id, rest = rest[0], rest[1:]
-	}
-	if id == "" {
+	switch fs.NArg() {
+	case 0:
 		return "", usageErr("%s: missing job id (layover %s)", fs.Name(), fs.synopsis)
+	case 1:
+		return fs.Arg(0), nil
+	default:
+		return "", usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(1))
 	}
-	if len(rest) > 0 {
-		return "", usageErr("%s: unexpected argument %q", fs.Name(), rest[0])
-	}
-	return id, nil
 }

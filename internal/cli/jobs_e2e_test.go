@@ -258,3 +258,31 @@ func TestCheckpointOutsideJobAndStaleFence(t *testing.T) {
 		t.Fatalf("stale fence: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// Issue 8 finding 6: flags go before or after the positional argument, and
+// "--" ends the flags.
+func TestFlagsAroundPositional(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	if r := b.layover("submit", "--id", "order", "--", "true"); r.code != 0 {
+		t.Fatalf("submit: exit %d %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"show", "--store", b.store, "order", "--json"},
+		{"show", "order", "--json", "--store", b.store},
+		{"show", "--json", "order"},
+		{"show", "--json", "--", "order"},
+	} {
+		r := b.layover(args...)
+		var j shownJob
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &j) != nil || j.ID != "order" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := b.layover("show", "order", "other"); r.code != 2 || !strings.Contains(r.stderr, `unexpected argument "other"`) {
+		t.Errorf("two ids: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := b.layover("show", "--", "--json"); r.code != 1 {
+		t.Errorf(`"--json" after "--" is an id: exit %d, want 1 (unknown job); stderr %q`, r.code, r.stderr)
+	}
+}
