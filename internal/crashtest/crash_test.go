@@ -256,12 +256,18 @@ type shownJob struct {
 		Outcome   string `json:"outcome"`
 		ExitCode  *int   `json:"exit_code"`
 	} `json:"attempts"`
+	Spec struct {
+		Deadline time.Time `json:"deadline"`
+	} `json:"spec"`
 	Receipts    []json.RawMessage `json:"receipts"`
-	Transitions []struct {
-		From   string `json:"from"`
-		To     string `json:"to"`
-		Reason string `json:"reason"`
-	} `json:"transitions"`
+	Transitions []transition      `json:"transitions"`
+}
+
+type transition struct {
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
 }
 
 func (w *world) show(id string) (shownJob, string, error) {
@@ -714,6 +720,9 @@ func crashSafety(t *testing.T, name, loc string) {
 			if !p.GH {
 				fail("deferred with a receipt, but the job draws on no quota")
 			}
+			if err := checkReceiptChains(j.Receipts, j.Transitions, j.Spec.Deadline, st.windows); err != nil {
+				fail("%v", err)
+			}
 		}
 		for _, f := range quotaFences {
 			if f >= ok[0] {
@@ -735,6 +744,60 @@ func crashSafety(t *testing.T, name, loc string) {
 		t.Errorf("no job was deferred with a receipt (%d quota windows, %d gh calls rejected): the run did not test deferral",
 			st.windows, rejected)
 	}
+}
+
+// checkReceiptChains checks the receipts of one job, oldest first, against
+// the rules of deferral chains (docs/lifecycle.md). A chain is a run of
+// deferrals with no attempt started between them (a preflight that finds
+// the quota still short re-defers without running anything); an attempt
+// that starts ends the chain, and its own deferral starts a new one.
+//   - Each receipt is for a new wait the provider declared: it resumes
+//     strictly later than the one before it, so no wait has two receipts.
+//   - A receipt never extends its chain's first resume_by.
+//   - No receipt reaches past the job's deadline, which bounds every chain.
+//   - A job cannot collect more receipts than the run had quota windows to
+//     wait out, plus the one its key was in when the run began.
+func checkReceiptChains(raws []json.RawMessage, transitions []transition, deadline time.Time, windows int) error {
+	type window struct {
+		IssuedAt    int64 `json:"issued_at_ms"`
+		ResumeAfter int64 `json:"resume_after_ms"`
+		ResumeBy    int64 `json:"resume_by_ms"`
+	}
+	if len(raws) > windows+1 {
+		return fmt.Errorf("%d receipts, but the run had only %d quota windows", len(raws), windows)
+	}
+	// ranBetween reports whether an attempt started after one receipt was
+	// issued and at or before the next one was.
+	ranBetween := func(from, to int64) bool {
+		for _, tr := range transitions {
+			if at := tr.At.UnixMilli(); tr.To == "running" && at > from && at <= to {
+				return true
+			}
+		}
+		return false
+	}
+	var chainBy int64
+	var prev window
+	for i, raw := range raws {
+		var r window
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("receipt %d: %v", i, err)
+		}
+		if r.ResumeBy > deadline.UnixMilli() {
+			return fmt.Errorf("receipt %d: resume_by %d ms is past the job's deadline %s", i, r.ResumeBy, deadline.Format(time.RFC3339))
+		}
+		switch {
+		case i == 0 || ranBetween(prev.IssuedAt, r.IssuedAt):
+			chainBy = r.ResumeBy
+		case r.ResumeAfter <= prev.ResumeAfter:
+			return fmt.Errorf("receipt %d resumes at %d ms, not after receipt %d's %d ms: two receipts for one wait",
+				i, r.ResumeAfter, i-1, prev.ResumeAfter)
+		case r.ResumeBy > chainBy:
+			return fmt.Errorf("receipt %d extends its chain's resume_by from %d to %d ms", i, chainBy, r.ResumeBy)
+		}
+		prev = r
+	}
+	return nil
 }
 
 // receiptStage reports whether a deferred job's stage is the one the host
