@@ -85,37 +85,53 @@ func parseResponseBlock(data []byte, first bool) (*http.Response, []byte, error)
 		return nil, nil, fmt.Errorf("bad HTTP status line %s: %v", quoteShort(line), err)
 	}
 	h := http.Header{}
-	lastKey := ""
+	// The header being read: its key and its value so far, to which
+	// continuation lines are appended in place, so that a value folded
+	// over many lines costs time linear in its length.
+	var key string
+	var value []byte
+	flush := func() {
+		if key != "" {
+			h[key] = append(h[key], string(value))
+		}
+	}
 	for n := 1; ; n++ {
 		if len(rest) == 0 {
 			// The input ended before the blank line: no body.
+			flush()
 			resp.Header = h
 			return resp, rest, nil
 		}
 		line, next := cutLine(rest)
 		rest = next
 		if len(line) == 0 {
+			flush()
 			resp.Header = h
 			return resp, rest, nil
 		}
 		if line[0] == ' ' || line[0] == '\t' {
-			if lastKey == "" {
+			if key == "" {
 				return nil, nil, fmt.Errorf("malformed header line %d: continuation %s before any header", n, quoteShort(line))
 			}
-			vals := h[lastKey]
-			vals[len(vals)-1] = strings.TrimSpace(vals[len(vals)-1] + " " + string(bytes.TrimSpace(line)))
+			// Non-empty pieces joined by one space.
+			if piece := bytes.TrimSpace(line); len(piece) > 0 {
+				if len(value) > 0 {
+					value = append(value, ' ')
+				}
+				value = append(value, piece...)
+			}
 			continue
 		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
+		name, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			return nil, nil, fmt.Errorf("malformed header line %d: no colon in %s", n, quoteShort(line))
 		}
 		if !validHeaderName(name) {
 			return nil, nil, fmt.Errorf("malformed header line %d: bad header name %s", n, quoteShort(name))
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(name))
-		h[key] = append(h[key], string(bytes.TrimSpace(value)))
-		lastKey = key
+		flush()
+		key = textproto.CanonicalMIMEHeaderKey(string(name))
+		value = append(value[:0], bytes.TrimSpace(v)...)
 	}
 }
 

@@ -2,8 +2,11 @@ package provider
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -260,4 +263,100 @@ func FuzzParseRawHTTP(f *testing.F) {
 			}
 		}
 	})
+}
+
+// continuations returns a response of about size bytes whose one header is
+// folded over continuation lines, the shape that was quadratic (issue 8).
+func continuations(size int) []byte {
+	b := []byte("HTTP/1.1 403 Forbidden\r\nX-Note: a\r\n")
+	for len(b) < size {
+		b = append(b, " b\r\n"...)
+	}
+	return append(b, "\r\n{}"...)
+}
+
+// allocated returns the fewest bytes the heap grew by over three runs of
+// f: the process-wide counter, so the least of three keeps out what a
+// background goroutine may have allocated meanwhile.
+func allocated(f func()) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
+}
+
+// TestParseRawHTTPLinear checks that what parsing allocates grows in
+// proportion to the input: four times the input, at most six times the
+// bytes (a quadratic parse gives sixteen times; slices grown by appending
+// give a little over four). Every byte copied is allocated
+// first, so this bounds the copying without timing anything.
+//
+// Not parallel: it reads the process's allocation counter, and the
+// package's parallel tests only start once the sequential ones are done.
+func TestParseRawHTTPLinear(t *testing.T) {
+	repeat := func(head, unit string) func(int) []byte {
+		return func(size int) []byte {
+			b := []byte(head)
+			for len(b) < size {
+				b = append(b, unit...)
+			}
+			return b
+		}
+	}
+	shapes := []struct {
+		name  string
+		build func(size int) []byte
+	}{
+		{"continuation lines", continuations},
+		{"empty continuation lines", repeat("HTTP/1.1 200 OK\r\nX: a\r\n", " \r\n")},
+		{"one header repeated", repeat("HTTP/1.1 200 OK\r\n", "X-Note: value\r\n")},
+		{"distinct headers", func(size int) []byte {
+			b := []byte("HTTP/1.1 200 OK\r\n")
+			for i := 0; len(b) < size; i++ {
+				b = fmt.Appendf(b, "X-%d: v\r\n", i)
+			}
+			return b
+		}},
+		{"one long header line", repeat("HTTP/1.1 200 OK\r\nX: ", "abcdefgh")},
+		{"interim blocks", repeat("", "HTTP/1.1 100 Continue\r\n\r\n")},
+		{"redirect blocks", repeat("", "HTTP/1.1 301 Moved\r\nLocation: /x\r\n\r\n")},
+		{"blank lines before", repeat("", " \r\n")},
+		{"long status line", repeat("HTTP/1.1 200 ", "OK OK OK ")},
+		{"long bad first line", repeat("", "not http ")},
+	}
+	const size = 32 << 10
+	for _, s := range shapes {
+		small, large := s.build(size), s.build(4*size)
+		a1 := allocated(func() { ParseRawHTTP(small) })
+		a2 := allocated(func() { ParseRawHTTP(large) })
+		if float64(a2) > 6*float64(a1)+4096 {
+			t.Errorf("%s: %d bytes of input allocate %d bytes, %d bytes allocate %d: more than linear", s.name, len(small), a1, len(large), a2)
+		}
+	}
+}
+
+// BenchmarkParseRawHTTPContinuations parses a response whose header is
+// folded over continuation lines of 4 bytes, at the sizes issue 8 timed
+// (12 s and over 40 s before the parse was linear).
+func BenchmarkParseRawHTTPContinuations(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"640KB", 640 << 10}, {"1.2MB", 1200 << 10}} {
+		data := continuations(c.size)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, _, err := ParseRawHTTP(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
