@@ -37,8 +37,16 @@ type Quotas interface {
 
 // Defaults of DESIGN.md.
 const (
-	DefaultLease      = 30 * time.Second
-	DefaultHeartbeat  = 10 * time.Second
+	DefaultLease     = 30 * time.Second
+	DefaultHeartbeat = 10 * time.Second
+	// MaxLease bounds Config.Lease: a host that died holds its jobs no
+	// longer than this.
+	MaxLease = time.Hour
+	// DefaultDeadline is a job's deadline after its submission when it
+	// names none; MaxDeadline bounds how far ahead a deadline (and a
+	// progress timeout) may be.
+	DefaultDeadline   = 24 * time.Hour
+	MaxDeadline       = 30 * 24 * time.Hour
 	DefaultResumeRate = 10 // resumes per second per key
 	// MinResumeRate and MaxResumeRate bound Config.ResumeRate (resumes per
 	// second per key): slower than one an hour or faster than a million a
@@ -151,6 +159,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	cfg.Lease = orDuration(cfg.Lease, DefaultLease)
 	cfg.Heartbeat = orDuration(cfg.Heartbeat, DefaultHeartbeat)
+	if cfg.Lease < 0 || cfg.Lease > MaxLease || cfg.Heartbeat < 0 {
+		return nil, fmt.Errorf("host: lease %s and heartbeat %s: want a lease up to %s and a shorter heartbeat", cfg.Lease, cfg.Heartbeat, MaxLease)
+	}
 	if cfg.Heartbeat >= cfg.Lease {
 		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.Lease)
 	}

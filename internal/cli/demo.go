@@ -41,7 +41,7 @@ const demoToken = "demo-token-not-a-secret"
 func runDemo(ctx context.Context, env *Env, args []string) error {
 	opts := DemoOptions{}
 	fs := newFlagSet("demo", "demo [--window D]")
-	fs.DurationVar(&opts.Window, "window", 20*time.Second, "length of the fake GitHub's quota window")
+	fs.durationVar(&opts.Window, "window", 20*time.Second, 5*time.Second, 10*time.Minute, "length of the fake GitHub's quota window")
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}

@@ -117,15 +117,60 @@ func indexOf(args []string, s string) int {
 	return -1
 }
 
-// policyFlags registers DESIGN.md's policy flags on fs, defaulting to p.
+// durationFlag is a duration flag with a range: a value outside [min, max]
+// is refused when the flag is parsed, naming the flag and the range. Every
+// duration flag of layover is one (docs/design.md, Defaults).
+type durationFlag struct {
+	p        *time.Duration
+	min, max time.Duration
+}
+
+func (f durationFlag) String() string {
+	if f.p == nil || *f.p < 0 { // a negative value means "not set"
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < f.min || d > f.max {
+		return fmt.Errorf("want a duration from %s to %s", shortDuration(f.min), shortDuration(f.max))
+	}
+	*f.p = d
+	return nil
+}
+
+// durationVar defines a duration flag whose value must lie in [min, max];
+// the range is added to the usage text.
+func (fs *flagSet) durationVar(p *time.Duration, name string, value, min, max time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p: p, min: min, max: max}, name,
+		fmt.Sprintf("%s (a `duration` from %s to %s)", usage, shortDuration(min), shortDuration(max)))
+}
+
+// shortDuration renders d without trailing zero units: 24h, 1m30s, 100ms.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// policyFlags registers the policy flags on fs, defaulting to p, with the
+// ranges quota.Policy.Validate enforces.
 func policyFlags(fs *flagSet, p *quota.Policy) {
 	fs.Var(&p.Reserve, "reserve", "units kept for running commands: `N` or RESOURCE=N, repeatable (default min(500, 10% of the limit))")
-	fs.DurationVar(&p.ResetMargin, "reset-margin", p.ResetMargin, "wait this long past a known reset")
-	fs.DurationVar(&p.Jitter, "jitter", p.Jitter, "add a uniform random 0..jitter to every reset wait")
-	fs.DurationVar(&p.MaxTotalWait, "max-total-wait", p.MaxTotalWait, "cap on one command's total waiting; a wait past it is not started")
-	fs.DurationVar(&p.SecondaryWait, "secondary-wait", p.SecondaryWait, "wait after a secondary limit that states no retry-after")
+	fs.durationVar(&p.ResetMargin, "reset-margin", p.ResetMargin, 0, quota.MaxPolicyWait, "wait this long past a known reset")
+	fs.durationVar(&p.Jitter, "jitter", p.Jitter, 0, quota.MaxPolicyWait, "add a uniform random 0..jitter to every reset wait")
+	fs.durationVar(&p.MaxTotalWait, "max-total-wait", p.MaxTotalWait, 0, quota.MaxTotalWaitCap, "cap on one command's total waiting; a wait past it is not started")
+	fs.durationVar(&p.SecondaryWait, "secondary-wait", p.SecondaryWait, 0, quota.MaxPolicyWait, "wait after a secondary limit that states no retry-after")
 	fs.IntVar(&p.SecondaryRetries, "secondary-retries", p.SecondaryRetries, "runs again after secondary limits before failing")
-	fs.DurationVar(&p.UnknownReset, "unknown-reset", p.UnknownReset, "assume an unknown reset is this far ahead, then check again")
+	fs.durationVar(&p.UnknownReset, "unknown-reset", p.UnknownReset, time.Second, quota.MaxPolicyWait, "assume an unknown reset is this far ahead, then check again")
 }
 
 // quotaSpecs is the repeatable --quota flag: PROVIDER[:RESOURCE].

@@ -75,23 +75,25 @@ func jobError(err error) error {
 	return internalErr("%v", err)
 }
 
-// parseDeadline reads --deadline: a duration from now or an RFC 3339 time.
+// parseDeadline reads --deadline: a duration from now or an RFC 3339 time,
+// in the future and at most host.MaxDeadline from now.
 func parseDeadline(s string, now time.Time) (time.Time, error) {
 	if s == "" {
-		return now.Add(24 * time.Hour), nil
+		return now.Add(host.DefaultDeadline), nil
 	}
+	var t time.Time
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
 			return time.Time{}, fmt.Errorf("deadline %q must be in the future", s)
 		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
+		t = now.Add(d) // saturates: Time.Add cannot wrap
+	} else if t, err = time.Parse(time.RFC3339, s); err != nil {
 		return time.Time{}, fmt.Errorf("deadline %q: want a duration (90m) or an RFC 3339 time", s)
-	}
-	if !t.After(now) {
+	} else if !t.After(now) {
 		return time.Time{}, fmt.Errorf("deadline %q is in the past", s)
+	}
+	if t.Sub(now) > host.MaxDeadline {
+		return time.Time{}, fmt.Errorf("deadline %q is more than %s away", s, host.MaxDeadline)
 	}
 	return t, nil
 }

@@ -44,7 +44,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
-	deferAfter := fs.String("defer-after", "", "defer with a receipt (exit 6) instead of waiting longer than this")
+	opts.DeferAfter = -1
+	fs.durationVar(&opts.DeferAfter, "defer-after", -1, 0, quota.MaxTotalWaitCap, "defer with a receipt (exit 6) instead of waiting longer than this")
 	fs.StringVar(&opts.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(agentcli.Providers(), ", ")+", or auto")
 	fs.StringVar(&opts.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&opts.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
@@ -62,14 +63,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if redact.Contains(opts.ResumeCmd) {
 		return usageErr("run: --resume-cmd holds what looks like a token")
 	}
-	opts.DeferAfter = -1
-	if *deferAfter != "" {
-		d, err := time.ParseDuration(*deferAfter)
-		if err != nil || d < 0 {
-			return usageErr("run: --defer-after %q: want a duration >= 0", *deferAfter)
-		}
-		opts.DeferAfter = d
-	} else if opts.Submit {
+	if opts.DeferAfter < 0 && opts.Submit {
 		opts.DeferAfter = 0
 	}
 	return opts.run(ctx, env)

@@ -30,8 +30,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota jobs draw on (default $LAYOVER_PRINCIPAL, else learned from the token)")
-	fs.DurationVar(&opts.Lease, "lease", host.DefaultLease, "how long a claim holds without renewal")
-	fs.DurationVar(&opts.Heartbeat, "heartbeat", host.DefaultHeartbeat, "how often leases and liveness are renewed (shorter than --lease)")
+	fs.durationVar(&opts.Lease, "lease", host.DefaultLease, time.Second, host.MaxLease, "how long a claim holds without renewal")
+	fs.durationVar(&opts.Heartbeat, "heartbeat", host.DefaultHeartbeat, 100*time.Millisecond, host.MaxLease, "how often leases and liveness are renewed (shorter than --lease)")
 	fs.Float64Var(&opts.ResumeRate, "resume-rate", host.DefaultResumeRate, "resumes per second per quota key after a reset")
 	fs.IntVar(&opts.Concurrency, "concurrency", host.DefaultConcurrency, "jobs running at once")
 	if err := fs.parseNoArgs(env, args); err != nil {
@@ -42,8 +42,6 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	switch {
-	case opts.Lease <= 0 || opts.Heartbeat <= 0:
-		return usageErr("serve: --lease and --heartbeat must be positive")
 	case opts.Heartbeat >= opts.Lease:
 		return usageErr("serve: --heartbeat (%s) must be shorter than --lease (%s)", opts.Heartbeat, opts.Lease)
 	case !(opts.ResumeRate >= host.MinResumeRate && opts.ResumeRate <= host.MaxResumeRate): // NaN fails both

@@ -52,7 +52,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&o.Plan, "plan-cmd", "", "shell command whose output is the plan a receipt binds")
 	fs.BoolVar(&o.Approval, "require-fresh-approval", false, "a resume waits for layover approve")
 	fs.IntVar(&o.Attempts, "max-attempts", host.DefaultMaxAttempts, "runs allowed for transient failures")
-	fs.DurationVar(&o.Progress, "progress-timeout", 0, "take the job back when no checkpoint comes for this long (0: off)")
+	fs.durationVar(&o.Progress, "progress-timeout", 0, 0, host.MaxDeadline, "take the job back when no checkpoint comes for this long (0: off)")
 	fs.Var(&o.EnvNames, "env", "a variable the job needs from the host (`NAME`, repeatable; values are never stored)")
 	storeLoc := storeFlag(fs)
 	cmd, err := fs.parseWithCommand(env, args)
