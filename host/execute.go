@@ -554,7 +554,7 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 			h.fail(ctx, j, fmt.Sprintf("transient failure, no attempts left (%d of %d): %s", n, limit, res.Outcome.Reason), att)
 			return
 		}
-		runAt := end.Add(DefaultBackoff << (n - 1))
+		runAt := end.Add(transientBackoff(n))
 		h.apply(ctx, j, job.Change{To: job.Ready, Reason: "transient failure: " + res.Outcome.Reason, Attempt: att,
 			Mutate: func(x *job.Job) {
 				x.Attempts, x.RunAt, x.Stage = n, runAt, "retry at "+stageTime(runAt)
@@ -644,4 +644,15 @@ func (h *Host) shell(ctx context.Context, j job.Job, command string, extra []str
 		return -1, nil, err
 	}
 	return 0, out.Bytes(), nil
+}
+
+// transientBackoff is the wait before the run after the n'th transient
+// failure (n >= 1): DefaultBackoff doubled each time, at most MaxBackoff,
+// so no attempt count can shift it past the largest Duration.
+func transientBackoff(n int) time.Duration {
+	d := DefaultBackoff
+	for i := 1; i < n && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
 }

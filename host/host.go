@@ -56,6 +56,10 @@ const (
 	DefaultConcurrency = 16
 	DefaultMaxAttempts = 3
 	DefaultBackoff     = 10 * time.Second
+	// MaxBackoff caps the backoff after transient failures, and
+	// MaxAttemptsLimit bounds Spec.MaxAttempts.
+	MaxBackoff       = time.Hour
+	MaxAttemptsLimit = 100
 	// DefaultGrace is how long a stopped attempt has to end before it is
 	// killed, when the lease leaves that much time (see Host.grace).
 	DefaultGrace = 5 * time.Second

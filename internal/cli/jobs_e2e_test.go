@@ -96,6 +96,7 @@ func TestSubmitRefusesTokensAndBadInput(t *testing.T) {
 		"past deadline":  {"submit", "--deadline", "2001-01-01T00:00:00Z", "--", "true"},
 		"no command":     {"submit", "--"},
 		"zero attempts":  {"submit", "--max-attempts", "0", "--", "true"},
+		"many attempts":  {"submit", "--max-attempts", "1000000", "--", "true"},
 		"unknown state":  {"jobs", "--state", "sleeping"},
 		"show no id":     {"show"},
 		"bad defer":      {"run", "--defer-after", "soon", "--", "true"},

@@ -113,8 +113,8 @@ func (o *SubmitOptions) spec(now time.Time) (job.Spec, error) {
 	if o.Provider != "github" {
 		return job.Spec{}, fmt.Errorf("unknown provider %q (known: github)", o.Provider)
 	}
-	if o.Attempts < 1 {
-		return job.Spec{}, fmt.Errorf("--max-attempts must be at least 1")
+	if o.Attempts < 1 || o.Attempts > host.MaxAttemptsLimit {
+		return job.Spec{}, fmt.Errorf("--max-attempts %d: want 1 to %d", o.Attempts, host.MaxAttemptsLimit)
 	}
 	if o.Progress < 0 {
 		return job.Spec{}, fmt.Errorf("--progress-timeout must not be negative")
