@@ -23,13 +23,15 @@ func ValidID(id string) bool { return idPattern().MatchString(id) }
 func NewID() string { return "job-" + randomHex(8) }
 
 // Submit queues a ready job. The same id with an equal spec returns the
-// stored job (created false); with a different spec, job.ErrConflict.
+// stored job (created false); with a different spec, job.ErrConflict. A
+// spec that job.Spec.Validate refuses (a secret in its commands, a bad
+// name) is not stored.
 func Submit(ctx context.Context, st Store, id string, spec job.Spec, now time.Time) (job.Job, bool, error) {
 	if !ValidID(id) {
 		return job.Job{}, false, fmt.Errorf("job id %q: use letters, digits, '.', '_' and '-' (at most 128)", id)
 	}
-	if len(spec.Argv) == 0 {
-		return job.Job{}, false, errors.New("a job needs a command")
+	if err := spec.Validate(); err != nil {
+		return job.Job{}, false, err
 	}
 	return st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
 }
@@ -120,8 +122,12 @@ func PrepareDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, 
 
 // SubmitDeferred records a new deferred job with its receipt on st, as
 // `layover run --submit` does: the job, its receipt and its wake-up in one
-// transaction, durable when it returns. Nothing is stored on an error.
+// transaction, durable when it returns. Nothing is stored on an error, nor
+// for a spec that job.Spec.Validate refuses.
 func SubmitDeferred(ctx context.Context, st Store, id string, spec job.Spec, d Deferral, keys []quota.Key, o DeferOptions) (job.Job, *receipt.Receipt, error) {
+	if err := spec.Validate(); err != nil {
+		return job.Job{}, nil, err
+	}
 	j, rc, data, err := PrepareDeferred(ctx, id, spec, d, keys, o)
 	if err != nil {
 		return job.Job{}, nil, err

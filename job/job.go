@@ -1,6 +1,7 @@
 // Package job holds the value types of a durable job: its spec, state,
 // attempts, transitions, receipts and checkpoint. It depends on nothing else
-// in layover, so the host and every store can share it without a cycle.
+// in layover but internal/redact (Spec.Validate refuses secrets), so the
+// host and every store can share it without a cycle.
 //
 // The lifecycle is DESIGN.md's: a job is ready, running, deferred,
 // resumable, blocked, or ended (complete, failed, cancelled). Every write

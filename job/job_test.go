@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +54,59 @@ func TestSpecEqual(t *testing.T) {
 			t.Error("a spec with empty lists is not Equal to one with nil lists")
 		}
 	})
+}
+
+// Issue 8 findings 5 and 8: a spec the store would keep with a secret in it,
+// or with an unbounded or unprintable name, is refused.
+func TestSpecValidate(t *testing.T) {
+	t.Parallel()
+	const hex40 = "0123456789abcdef0123456789abcdef01234567"
+	ok := job.Spec{Name: "nightly sync ✓", Argv: []string{"git", "checkout", hex40}, EnvNames: []string{"DEPLOY_KEY"},
+		ResumeCmd: `curl -H "Authorization: token $GH_TOKEN" https://api.github.com/user`}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a clean spec: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*job.Spec)
+		known  []string
+		secret bool
+	}{
+		{"no command", func(s *job.Spec) { s.Argv = nil }, nil, false},
+		{"token in argv", func(s *job.Spec) { s.Argv = []string{"gh", "api", "-H", "Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789"} }, nil, true},
+		{"40-hex as GH_TOKEN=", func(s *job.Spec) { s.Argv = []string{"env", "GH_TOKEN=" + hex40, "gh", "api", "/user"} }, nil, true},
+		{"known 40-hex", func(s *job.Spec) {}, []string{hex40}, true},
+		{"known plain value", func(s *job.Spec) { s.CheckCmd = "test -f /x || deploy hunter2hunter2" }, []string{"hunter2hunter2"}, true},
+		{"token in resume", func(s *job.Spec) { s.ResumeCmd = "gh api --token=gho_abcdefghijklmnopqrstuvwxyz0123456789" }, nil, true},
+		{"token in verify", func(s *job.Spec) { s.VerifyCmd = "check sk-ant-api03-abcdefghijklmnopqrstuv" }, nil, true},
+		{"token in plan", func(s *job.Spec) { s.PlanCmd = "plan AIzaSyA1234567890abcdefghijklmnopqrstu" }, nil, true},
+		{"token in name", func(s *job.Spec) { s.Name = "sync ghs_16C7e42F292c6912E7710c838347Ae178B4a" }, nil, true},
+		{"name too long", func(s *job.Spec) { s.Name = strings.Repeat("n", job.MaxNameBytes+1) }, nil, false},
+		{"name with escape", func(s *job.Spec) { s.Name = "red \x1b[31mname" }, nil, false},
+		{"name with newline", func(s *job.Spec) { s.Name = "two\nlines" }, nil, false},
+		{"name not UTF-8", func(s *job.Spec) { s.Name = "bad \xff" }, nil, false},
+		{"bad env name", func(s *job.Spec) { s.EnvNames = []string{"1X"} }, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := ok
+			tt.change(&s)
+			err := s.Validate(tt.known...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if errors.Is(err, job.ErrSecret) != tt.secret {
+				t.Errorf("error %q: secret %v, want %v", err, !tt.secret, tt.secret)
+			}
+			if strings.Contains(err.Error(), hex40) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "_abcdefghij") {
+				t.Errorf("the error quotes the secret: %v", err)
+			}
+		})
+	}
+	long := ok
+	long.Name = strings.Repeat("é", job.MaxNameBytes/2)
+	if err := long.Validate(); err != nil {
+		t.Errorf("a name of exactly %d bytes: %v", job.MaxNameBytes, err)
+	}
 }
