@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/layoverhq/layover/host/supervisor"
+	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 )
 
@@ -31,8 +34,13 @@ type ProcessRunner struct {
 	// Classify reads a failed attempt's output. Required.
 	Classify Classifier
 	// Output receives the processes' output, each line prefixed with the job
-	// id; nil discards it.
+	// id and its secrets masked (see Secrets); nil discards it.
 	Output io.Writer
+	// Secrets are values masked in the lines copied to Output and in an
+	// attempt's outcome reason (which the store keeps), besides the values
+	// of the variables the job declared and what package redact recognises
+	// (docs/secrets.md): the host's own token, its store's password.
+	Secrets []string
 	// Grace is how long a signalled process has before SIGKILL (default
 	// DefaultGrace), at most the host's bound (Run.Grace).
 	Grace time.Duration
@@ -49,6 +57,26 @@ const tailLimit = 64 << 10
 
 // Run implements Runner.
 func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
+	known := append(slices.Clone(p.Secrets), declaredValues(r)...)
+	res := p.run(ctx, r, known)
+	res.Outcome.Reason = redact.String(res.Outcome.Reason, known...)
+	return res
+}
+
+// declaredValues are the values, in the attempt's environment, of the
+// variables its job declared.
+func declaredValues(r Run) []string {
+	var out []string
+	for _, kv := range r.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if slices.Contains(r.Job.Spec.EnvNames, k) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	if len(r.Argv) == 0 {
 		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "empty command")}
 	}
@@ -60,8 +88,8 @@ func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
 	cmd.Env = r.Env
 	cmd.Dir = r.Job.Spec.Workdir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
-	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output}
+	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
+	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
 	cmd.Stdout, cmd.Stderr = out, errw
 	// A process the job left behind may hold its output open; the job's end
 	// is its leader's exit, not theirs (they are killed below).
@@ -140,13 +168,14 @@ func exitCode(ps *os.ProcessState, err error) int {
 }
 
 // tailWriter keeps the last tailLimit bytes and copies whole lines, with a
-// prefix, to w.
+// prefix and secrets masked, to w.
 type tailWriter struct {
 	mu     sync.Mutex
 	prefix string
 	w      io.Writer
-	buf    []byte // tail
-	line   []byte // partial line not yet copied
+	known  []string // secret values masked in copied lines
+	buf    []byte   // tail, as written
+	line   []byte   // partial line not yet copied
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
@@ -165,7 +194,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(t.w, "%s%s\n", t.prefix, t.line[:i])
+		t.copyLine(t.line[:i])
 		t.line = t.line[i+1:]
 	}
 	if len(t.line) > tailLimit {
@@ -178,9 +207,14 @@ func (t *tailWriter) flush() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.w != nil && len(t.line) > 0 {
-		fmt.Fprintf(t.w, "%s%s\n", t.prefix, t.line)
+		t.copyLine(t.line)
 		t.line = nil
 	}
+}
+
+// copyLine writes one line to w, in one Write.
+func (t *tailWriter) copyLine(line []byte) {
+	fmt.Fprintf(t.w, "%s%s\n", t.prefix, redact.String(string(line), t.known...))
 }
 
 func (t *tailWriter) tail() []byte {

@@ -156,3 +156,36 @@ func TestProcessRunner(t *testing.T) {
 		})
 	}
 }
+
+// Issue 8 finding 5: the job's output that the runner copies to the host's
+// log, and the outcome reason the store keeps, hold none of the job's
+// secrets: the values of the variables it declared, the runner's Secrets,
+// and tokens of known shapes.
+func TestProcessRunnerMasksSecrets(t *testing.T) {
+	t.Parallel()
+	const declared, hostToken = "plain-deploy-value-1", "0123456789abcdef0123456789abcdef01234567"
+	var out syncBuffer
+	p := &host.ProcessRunner{Output: &out, Secrets: []string{hostToken},
+		Classify: func(code int, _, stderr []byte, _ time.Time) provider.Outcome {
+			return provider.Unknown("test", provider.ClassPermanent, "exit "+strconv.Itoa(code)+": "+strings.TrimSpace(string(stderr)))
+		}}
+	r := attempt("sh", "-c", `echo "key $DEPLOY_KEY"; printf 'token %s ghp_abcdefghijklmnopqrstuvwxyz0123456789' "$HOST_TOKEN" >&2; exit 1`)
+	r.Job.Spec.EnvNames = []string{"DEPLOY_KEY"}
+	r.Env = append(r.Env, "DEPLOY_KEY="+declared, "HOST_TOKEN="+hostToken)
+	res := p.Run(context.Background(), r)
+	if res.ExitCode != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	log := out.String()
+	if !strings.Contains(log, "[j] key [redacted]\n") || !strings.Contains(log, "[j] token [redacted] [redacted]\n") {
+		t.Errorf("output %q: want each secret masked", log)
+	}
+	if want := "exit 1: token [redacted] [redacted]"; res.Outcome.Reason != want {
+		t.Errorf("reason %q, want %q", res.Outcome.Reason, want)
+	}
+	for _, s := range []string{declared, hostToken, "ghp_"} {
+		if strings.Contains(log, s) || strings.Contains(res.Outcome.Reason, s) {
+			t.Errorf("%q reached the log or the reason", s)
+		}
+	}
+}
