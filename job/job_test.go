@@ -73,7 +73,9 @@ func TestSpecValidate(t *testing.T) {
 		secret bool
 	}{
 		{"no command", func(s *job.Spec) { s.Argv = nil }, nil, false},
-		{"token in argv", func(s *job.Spec) { s.Argv = []string{"gh", "api", "-H", "Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789"} }, nil, true},
+		{"token in argv", func(s *job.Spec) {
+			s.Argv = []string{"gh", "api", "-H", "Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789"}
+		}, nil, true},
 		{"40-hex as GH_TOKEN=", func(s *job.Spec) { s.Argv = []string{"env", "GH_TOKEN=" + hex40, "gh", "api", "/user"} }, nil, true},
 		{"known 40-hex", func(s *job.Spec) {}, []string{hex40}, true},
 		{"known plain value", func(s *job.Spec) { s.CheckCmd = "test -f /x || deploy hunter2hunter2" }, []string{"hunter2hunter2"}, true},
