@@ -22,6 +22,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrUnsupported: the location names a backend this build does not have.
 	ErrUnsupported = errors.New("unsupported store")
+	// ErrSchemaOld: a store opened read-only has an older schema than this
+	// layover reads (or none yet); only a read-write open upgrades it.
+	ErrSchemaOld = errors.New("the store's schema is older than this layover reads")
 )
 
 // Activity is one line of the activity log.

@@ -25,7 +25,7 @@ func runActivity(ctx context.Context, env *Env, args []string) error {
 	if opts.Limit < 0 {
 		return usageErr("activity: --limit must be 0 or more")
 	}
-	st, err := openStore(ctx, env, opts.Store)
+	st, err := openStoreReadOnly(ctx, env, opts.Store)
 	if err != nil {
 		return err
 	}

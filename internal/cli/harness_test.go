@@ -38,6 +38,9 @@ type bundle struct {
 	store string
 	ghLog string
 	env   map[string]string
+	// sysProc starts the binary (e.g. as another user); nil: as this
+	// process's user.
+	sysProc *syscall.SysProcAttr
 }
 
 func setup(t *testing.T, cfg fake.GitHubConfig) *bundle {
@@ -88,6 +91,7 @@ func (b *bundle) layover(args ...string) result {
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "layover"), args...)
 	cmd.Env = b.environ()
 	cmd.Dir = b.dir
+	cmd.SysProcAttr = b.sysProc
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -28,7 +28,7 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 	if o.State != "" && !job.State(o.State).Valid() {
 		return usageErr("jobs: unknown state %q (known: %v)", o.State, job.States)
 	}
-	st, err := openJobStore(ctx, env, *storeLoc)
+	st, err := openJobStoreReadOnly(ctx, env, *storeLoc)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openJobStore(ctx, env, *storeLoc)
+	st, err := openJobStoreReadOnly(ctx, env, *storeLoc)
 	if err != nil {
 		return err
 	}

@@ -10,11 +10,22 @@ import (
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 )
 
-// openJobStore opens the store for the job commands.
+// openJobStore opens the store for the job commands that write it.
 func openJobStore(ctx context.Context, env *Env, loc string) (host.Store, error) {
-	st, err := openStore(ctx, env, loc)
+	return jobStore(openStore(ctx, env, loc))
+}
+
+// openJobStoreReadOnly opens the store for jobs and show, which only read
+// it (see openStoreReadOnly).
+func openJobStoreReadOnly(ctx context.Context, env *Env, loc string) (host.Store, error) {
+	return jobStore(openStoreReadOnly(ctx, env, loc))
+}
+
+// jobStore is st as a store of jobs.
+func jobStore(st store.Store, err error) (host.Store, error) {
 	if err != nil {
 		return nil, err
 	}

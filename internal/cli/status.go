@@ -71,7 +71,7 @@ type statusHost struct {
 }
 
 func (o *StatusOptions) run(ctx context.Context, env *Env) error {
-	st, err := openStore(ctx, env, o.Store)
+	st, err := openStoreReadOnly(ctx, env, o.Store)
 	if err != nil {
 		return err
 	}
@@ -194,8 +194,9 @@ func currentCause(s quota.State, now time.Time) quota.Cause {
 	return s.Cause
 }
 
-// liveWaiters lists registered waiters, dropping (and deleting) those whose
-// process on this machine is gone, as after a SIGKILL.
+// liveWaiters lists registered waiters, leaving out those whose process on
+// this machine is gone, as after a SIGKILL. status only reads the store, so
+// their rows stay.
 func liveWaiters(ctx context.Context, env *Env, st store.Store) ([]store.Waiter, error) {
 	all, err := st.Waiters(ctx)
 	if err != nil {
@@ -204,7 +205,6 @@ func liveWaiters(ctx context.Context, env *Env, st store.Store) ([]store.Waiter,
 	var live []store.Waiter
 	for _, w := range all {
 		if w.Hostname == env.Hostname && !processAlive(w.PID) {
-			st.RemoveWaiter(ctx, w.ID)
 			continue
 		}
 		live = append(live, w)

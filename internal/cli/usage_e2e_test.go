@@ -111,13 +111,13 @@ func TestClassifyCommandOutput(t *testing.T) {
 }
 
 // A PostgreSQL store that cannot be reached fails in one line that names it
-// without its password, exit 1.
+// without its password, exit 125 (layover failed; see TestUnusableStoreExits125).
 func TestUnreachablePostgresStore(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
 	r := b.layover("status", "--store", "postgres://layover:s3cretpw@127.0.0.1:1/fleet?connect_timeout=5")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	if r.code != 125 {
+		t.Fatalf("exit %d, want 125; stderr %q", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, "s3cretpw") || !strings.Contains(r.stderr, "127.0.0.1:1") ||
 		strings.Count(r.stderr, "connection refused") != 1 || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") > 0 {

@@ -120,6 +120,33 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly connects to the database named by dsn, as Open does, for
+// reading only, as a role that may only SELECT does: it creates nothing,
+// applies no migration, and every transaction of the pool is read-only
+// (default_transaction_read_only), so every write fails. A schema older
+// than this layover's, or none yet, is an error wrapping store.ErrSchemaOld.
+func OpenReadOnly(ctx context.Context, dsn string) (*Store, error) {
+	cfg, where, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	secrets := dsnSecrets(dsn, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %s", where, oneLine(err.Error(), secrets))
+	}
+	s := &Store{pool: pool, where: where}
+	if err := s.checkSchema(ctx); err != nil {
+		pool.Close()
+		if errors.Is(err, store.ErrSchemaOld) {
+			return nil, fmt.Errorf("store %s: %w", where, err)
+		}
+		return nil, fmt.Errorf("store %s: %s", where, describeOpenError(err, secrets))
+	}
+	return s, nil
+}
+
 // parseDSN reads dsn into a pool configuration with this package's
 // defaults, and returns the DSN as errors show it.
 func parseDSN(dsn string) (*pgxpool.Config, string, error) {
@@ -310,13 +337,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	latest := files[len(files)-1].version
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var schema *string
-		var path string
-		if err := tx.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+		if err := hasSchema(ctx, tx); err != nil {
 			return err
-		}
-		if schema == nil {
-			return fmt.Errorf("no schema to keep the store in: the search_path (%s) names none that exists", path)
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('layover.migrate'), hashtext(current_schema()))`); err != nil {
 			return err
@@ -348,6 +370,51 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, f.version, f.name); err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+}
+
+// hasSchema fails unless the search path names a schema that exists.
+func hasSchema(ctx context.Context, q pgx.Tx) error {
+	var schema *string
+	var path string
+	if err := q.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+		return err
+	}
+	if schema == nil {
+		return fmt.Errorf("no schema to keep the store in: the search_path (%s) names none that exists", path)
+	}
+	return nil
+}
+
+// checkSchema fails unless the schema is the one this layover knows: a
+// read-only Store cannot migrate. No schema_migrations table is version 0.
+func (s *Store) checkSchema(ctx context.Context) error {
+	files, err := migrationFiles()
+	if err != nil {
+		return err
+	}
+	latest := files[len(files)-1].version
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := hasSchema(ctx, tx); err != nil {
+			return err
+		}
+		var table *string
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations')::text`).Scan(&table); err != nil {
+			return err
+		}
+		v := 0
+		if table != nil {
+			if err := tx.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+				return err
+			}
+		}
+		switch {
+		case v > latest:
+			return fmt.Errorf("schema version %d is newer than this layover knows (%d)", v, latest)
+		case v < latest:
+			return fmt.Errorf("%w: schema version %d, this layover reads %d", store.ErrSchemaOld, v, latest)
 		}
 		return nil
 	})

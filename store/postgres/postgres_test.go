@@ -161,31 +161,42 @@ func TestOpenErrors(t *testing.T) {
 		{"no such database", withPassword("", "/layover_no_such_db_"+pgtest.RandomHex(4)), false, "does not exist"},
 		{"no such schema", withPassword("", "", "search_path", "layover_no_such_schema"), false, "search_path"},
 	}
+	opens := map[string]func(context.Context, string) (*postgres.Store, error){
+		"Open": postgres.Open, "OpenReadOnly": postgres.OpenReadOnly}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
+		for name, openStore := range opens {
+			t.Run(tt.name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				testOpenError(t, openStore, tt.dsn, tt.dsnErr, tt.mention, pw)
+			})
+		}
+	}
+}
 
-			s, err := postgres.Open(t.Context(), tt.dsn)
-			if err == nil {
-				s.Close()
-				t.Fatalf("Open succeeded")
-			}
-			msg := err.Error()
-			t.Logf("%s", msg)
-			var de *postgres.DSNError
-			if errors.As(err, &de) != tt.dsnErr {
-				t.Errorf("Open = %T %v; DSNError: %v, want %v", err, err, errors.As(err, &de), tt.dsnErr)
-			}
-			if strings.Contains(msg, pw) || strings.Contains(msg, pw[5:]) {
-				t.Errorf("the error shows the password: %s", msg)
-			}
-			if strings.ContainsAny(msg, "\n\r") {
-				t.Errorf("the error is not one line: %q", msg)
-			}
-			if !strings.HasPrefix(msg, "store ") || !strings.Contains(msg, tt.mention) {
-				t.Errorf("the error = %q, want it to name the store and say %q", msg, tt.mention)
-			}
-		})
+// testOpenError checks that openStore(dsn) fails with one line naming the
+// store and saying mention, never the password pw; a *DSNError exactly
+// when dsnErr.
+func testOpenError(t *testing.T, openStore func(context.Context, string) (*postgres.Store, error), dsn string, dsnErr bool, mention, pw string) {
+	t.Helper()
+	s, err := openStore(t.Context(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatalf("open succeeded")
+	}
+	msg := err.Error()
+	t.Logf("%s", msg)
+	var de *postgres.DSNError
+	if errors.As(err, &de) != dsnErr {
+		t.Errorf("open = %T %v; DSNError: %v, want %v", err, err, errors.As(err, &de), dsnErr)
+	}
+	if strings.Contains(msg, pw) || strings.Contains(msg, pw[5:]) {
+		t.Errorf("the error shows the password: %s", msg)
+	}
+	if strings.ContainsAny(msg, "\n\r") {
+		t.Errorf("the error is not one line: %q", msg)
+	}
+	if !strings.HasPrefix(msg, "store ") || !strings.Contains(msg, mention) {
+		t.Errorf("the error = %q, want it to name the store and say %q", msg, mention)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	modernc "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/layoverhq/layover/store"
 )
@@ -84,11 +85,8 @@ func DefaultPath(getenv func(string) string) (string, error) {
 // Open opens (creating if needed) the store at path. A new folder is made
 // 0700 and a new file 0600. Pending migrations are applied.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, &PathError{Path: path, Err: errors.New("empty path")}
-	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, &PathError{Path: path, Err: errors.New("path may not contain '?' or '#'")}
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
 	if err := prepareFile(path); err != nil {
 		return nil, err
@@ -111,6 +109,100 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// checkPath refuses a path no store can be kept at whatever is on disk.
+func checkPath(path string) error {
+	if path == "" {
+		return &PathError{Path: path, Err: errors.New("empty path")}
+	}
+	if strings.ContainsAny(path, "?#") {
+		return &PathError{Path: path, Err: errors.New("path may not contain '?' or '#'")}
+	}
+	return nil
+}
+
+// OpenReadOnly opens the existing store at path for reading only, as a user
+// who may read a shared store but not write it does: it creates no file,
+// applies no migration, runs no pragma that writes, and every write through
+// the Store fails. A missing file is an error wrapping fs.ErrNotExist; a
+// schema older than this layover's (or none) one wrapping
+// store.ErrSchemaOld; a directory, or a path that cannot be looked at, a
+// *PathError.
+//
+// While the store's WAL index (the -shm file beside it) can be read, reads
+// see every committed write, as a read-write Store's do. Without a readable
+// index SQLite would have to create one; instead, when the write-ahead log
+// holds nothing (no writer has written since the last close), the file is
+// read as immutable: it holds every committed write. A writer that starts
+// while such a Store reads may, rarely, make a read fail, never return a
+// torn row. With a non-empty log and no readable index the store cannot be
+// read without write access, and OpenReadOnly says so.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &PathError{Path: path, Err: err}
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	case err != nil:
+		return nil, &PathError{Path: path, Err: err}
+	case fi.IsDir():
+		return nil, &PathError{Path: path, Err: errors.New("is a directory")}
+	}
+	// SQLite URIs decode %HH; '?' and '#' were refused above.
+	uri := "file:" + strings.ReplaceAll(abs, "%", "%25") +
+		"?mode=ro&_pragma=busy_timeout(" + strconv.Itoa(BusyTimeoutMS) + ")&_pragma=query_only(1)"
+	var roErr error
+	if _, err := os.Stat(abs + "-shm"); err == nil {
+		s, err := openReadOnly(ctx, path, uri)
+		if err == nil || errors.Is(err, store.ErrSchemaOld) || !cannotOpenIndex(err) {
+			return s, err
+		}
+		roErr = err
+	}
+	if wal, err := os.Stat(abs + "-wal"); err == nil && wal.Size() > 0 {
+		cause := "its WAL index (" + path + "-shm) is missing"
+		if roErr != nil {
+			cause = "its WAL index cannot be opened here (" + roErr.Error() + ")"
+		}
+		return nil, fmt.Errorf("open store %s read-only: its write-ahead log holds writes not yet in the file and %s: "+
+			"run a layover command that writes the store, as a user who may write it, to fold them in", path, cause)
+	}
+	return openReadOnly(ctx, path, uri+"&immutable=1")
+}
+
+// openReadOnly opens the SQLite URI uri (mode=ro) and checks its schema.
+func openReadOnly(ctx context.Context, path, uri string) (*Store, error) {
+	c, err := modernc.NewConnector(uri)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: openDB(c), path: path}
+	if err := s.checkSchema(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("open store %s read-only: %w", path, err)
+	}
+	return s, nil
+}
+
+// cannotOpenIndex reports an error of opening a WAL database read-only whose
+// index (-shm) this process may not read or create.
+func cannotOpenIndex(err error) bool {
+	var se *modernc.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+		return true
+	}
+	return false
 }
 
 // connector connects to the SQLite file at the absolute path abs, with the
@@ -287,21 +379,14 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 // migrate applies every embedded migration newer than PRAGMA user_version.
 // The common case, an up-to-date file, costs one read.
 func (s *Store) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migration/*.up.sql")
+	names, err := migrationNames()
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
 	latest := len(names)
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	v, err := s.schemaVersion(ctx, latest)
+	if err != nil || v == latest {
 		return err
-	}
-	if v == latest {
-		return nil
-	}
-	if v > latest {
-		return fmt.Errorf("schema version %d is newer than this layover knows (%d)", v, latest)
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		// Re-read inside the write lock: another process may have migrated.
@@ -320,6 +405,41 @@ func (s *Store) migrate(ctx context.Context) error {
 		_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(latest))
 		return err
 	})
+}
+
+// migrationNames lists the embedded migrations in the order they apply;
+// the schema version after the i-th is i+1.
+func migrationNames() ([]string, error) {
+	names, err := fs.Glob(migrations, "migration/*.up.sql")
+	sort.Strings(names)
+	return names, err
+}
+
+// schemaVersion reads PRAGMA user_version, refusing a schema newer than
+// latest.
+func (s *Store) schemaVersion(ctx context.Context, latest int) (int, error) {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, err
+	}
+	if v > latest {
+		return 0, fmt.Errorf("schema version %d is newer than this layover knows (%d)", v, latest)
+	}
+	return v, nil
+}
+
+// checkSchema fails unless the schema is the one this layover knows: a
+// read-only Store cannot migrate.
+func (s *Store) checkSchema(ctx context.Context) error {
+	names, err := migrationNames()
+	if err != nil {
+		return err
+	}
+	v, err := s.schemaVersion(ctx, len(names))
+	if err == nil && v < len(names) {
+		err = fmt.Errorf("%w: schema version %d, this layover reads %d", store.ErrSchemaOld, v, len(names))
+	}
+	return err
 }
 
 // inTx runs fn in an immediate transaction, committing when it returns nil.
