@@ -80,7 +80,7 @@ type runner struct {
 	commandLine string
 	waited      time.Duration
 	waitedFor   []string // resources, in the order first waited for
-	resetMissed int      // consecutive quota failures whose quota had room again
+	staleReset  bool     // a failure found its reset passed (or room) since the last reset ahead
 	lastOut     []byte   // the tail of the last attempt's stdout
 	waitedHost  string   // the quota host first waited for
 }
@@ -95,9 +95,13 @@ func (o *RunOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	known := knownSecrets(env, o.Store, target.token())
+	if err := o.refuseSubmitSecret(known); err != nil {
+		return err
+	}
 	r := &runner{
 		opts: o, env: env, st: st, target: target, budget: quota.NewBudget(o.Policy),
-		commandLine: redact.String(strings.Join(o.Command, " "), target.token()),
+		commandLine: redact.String(strings.Join(o.Command, " "), known...),
 	}
 	err = r.loop(ctx)
 	if r.waited > 0 {
@@ -223,7 +227,7 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 	planned := until.Sub(r.env.Clock.Now())
 	d, err := visibleWait(ctx, r.env, r.st, waitSpec{Key: key, Until: until, What: what, Command: r.commandLine})
 	r.budget.Refund(planned - d)
-	r.waited += d
+	r.waited = quota.SumSat(r.waited, d)
 	name := key.Resource
 	if what != "Quota wait" {
 		name = "secondary limit"
@@ -281,8 +285,8 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 			// The quota already has room: the reset came between the
 			// failure and the check. Run again after the margin, once; a
 			// second such failure in a row waits the assumed reset.
-			if room && state.ResetAt.IsZero() && r.resetMissed == 0 {
-				r.resetMissed++
+			if room && state.ResetAt.IsZero() && !r.staleReset {
+				r.staleReset = true
 				return quota.State{Key: r.target.key(resource)}, p.ResumeAt(r.env.Clock.Now(), r.env.Rand), nil
 			}
 		} else {
@@ -290,14 +294,21 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 				oneLine(err.Error()), p.UnknownReset)
 		}
 	}
-	r.resetMissed = 0
 	now := r.env.Clock.Now()
 	switch {
 	case state.ResetAt.IsZero():
 		state.ResetAt, state.ResetKnown, state.RawReset = p.AssumedReset(now), false, 0
-	case !state.ResetAt.After(now):
-		// The stated reset has just passed: resume after the margin.
+	case state.ResetAt.After(now):
+		r.staleReset = false // a reset ahead: the provider's word holds again
+	case !r.staleReset:
+		// The stated reset has just passed: resume after the margin, once.
 		state.ResetAt = now
+		r.staleReset = true
+	default:
+		// Again a reset that has passed (or room right after a failure):
+		// the provider's reset is stale, so every later failure waits the
+		// assumed reset instead of re-running the command every margin.
+		state.ResetAt, state.ResetKnown, state.RawReset = p.AssumedReset(now), false, 0
 	}
 	state.Key = r.target.key(resource)
 	state.ObservedAt, state.ObservedBy = now, r.env.Hostname

@@ -92,6 +92,20 @@ func (f *Fake) Set(t time.Time) {
 // before it advances the clock.
 func (f *Fake) TimerAdded() <-chan struct{} { return f.waiters }
 
+// Next returns when the earliest pending timer fires; false when none is
+// pending.
+func (f *Fake) Next() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var next time.Time
+	for i, t := range f.timers {
+		if i == 0 || t.at.Before(next) {
+			next = t.at
+		}
+	}
+	return next, len(f.timers) > 0
+}
+
 // Pending is the number of timers not yet fired.
 func (f *Fake) Pending() int {
 	f.mu.Lock()
