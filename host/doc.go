@@ -7,7 +7,7 @@
 //
 // # Lifecycle
 //
-// The states and moves are DESIGN.md's (see package job). A host claims due
+// The states and moves are those of docs/lifecycle.md (see package job). A host claims due
 // jobs (a new fence per claim), renews its leases by heartbeat, and kills a
 // job's process as soon as it loses the lease. Quota waits never count as
 // attempts.

@@ -194,7 +194,7 @@ func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []q
 	return w
 }
 
-// receiptReason maps a wait to DESIGN.md's receipt reasons.
+// receiptReason maps a wait to the receipt reasons of docs/receipt.md (Fields).
 func receiptReason(w wait) receipt.Reason {
 	switch {
 	case w.Secondary:

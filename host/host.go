@@ -35,7 +35,7 @@ type Quotas interface {
 	Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error)
 }
 
-// Defaults of DESIGN.md.
+// Defaults of docs/design.md (Defaults).
 const (
 	DefaultLease     = 30 * time.Second
 	DefaultHeartbeat = 10 * time.Second

@@ -3,7 +3,7 @@
 // in layover but internal/redact (Spec.Validate refuses secrets), so the
 // host and every store can share it without a cycle.
 //
-// The lifecycle is DESIGN.md's: a job is ready, running, deferred,
+// The lifecycle is that of docs/lifecycle.md: a job is ready, running, deferred,
 // resumable, blocked, or ended (complete, failed, cancelled). Every write
 // about a claimed job carries its fence, a number that grows with every
 // claim; a write with an older fence is refused.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// next lists, for each state, the states DESIGN.md's lifecycle lets it move
+// next lists, for each state, the states the lifecycle of docs/lifecycle.md lets it move
 // to. A state may also be kept (To == "") while other fields change.
 var next = map[State][]State{
 	Ready:     {Running, Deferred, Cancelled},

@@ -9,7 +9,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Class is the outcome class of DESIGN.md's glossary.
+// Class is the outcome class of the glossary in docs/design.md.
 type Class string
 
 const (

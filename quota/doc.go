@@ -12,7 +12,7 @@
 //
 // # Policy
 //
-// [Policy] carries every number of DESIGN.md's defaults. Its methods are pure:
+// [Policy] carries every number of the defaults in docs/design.md. Its methods are pure:
 // they take the current time and a random source as arguments, so tests drive
 // them with a fake clock and a fixed source.
 package quota

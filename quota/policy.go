@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Defaults from DESIGN.md. Every one is a flag of pass and run.
+// Defaults from docs/design.md (Defaults). Every one is a flag of pass and run.
 const (
 	DefaultReserveCap       int64 = 500 // reserve is min(500, 10 % of the limit)
 	DefaultReservePercent   int64 = 10
@@ -41,7 +41,7 @@ const (
 )
 
 // Reserve is the number of units kept for running commands. The zero value
-// applies DESIGN.md's rule, min(500, 10 % of the limit), to every resource.
+// applies the rule of docs/design.md, min(500, 10 % of the limit), to every resource.
 type Reserve struct {
 	// All, when set, replaces the rule for every resource without an entry in
 	// PerResource.
@@ -157,7 +157,7 @@ type Policy struct {
 	UnknownReset time.Duration
 }
 
-// DefaultPolicy returns DESIGN.md's defaults.
+// DefaultPolicy returns the defaults of docs/design.md.
 func DefaultPolicy() Policy {
 	return Policy{
 		ResetMargin:      DefaultResetMargin,

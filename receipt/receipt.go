@@ -1,4 +1,4 @@
-// Package receipt implements DESIGN.md's deferred receipts,
+// Package receipt implements the deferred receipts of docs/receipt.md,
 // deferred-receipt-v1 and deferred-receipt-v2: strict decoding, form and
 // clock validation, canonical encoding, and the binding digests.
 //
@@ -250,7 +250,7 @@ type Params struct {
 	Reason  Reason
 	// IssuedAt, ResumeAfter and ResumeBy are stored in milliseconds:
 	// IssuedAt and ResumeBy rounded down, ResumeAfter rounded up. Window
-	// computes ResumeAfter and ResumeBy as DESIGN.md defines them.
+	// computes ResumeAfter and ResumeBy as docs/receipt.md (The window) defines them.
 	IssuedAt, ResumeAfter, ResumeBy time.Time
 	Bindings                        Bindings
 	FreshApprovalRequired           bool

@@ -16,7 +16,7 @@ var (
 	ErrNoReset = errors.New("receipt: no provider-declared reset")
 )
 
-// Window computes a receipt's window as DESIGN.md defines it:
+// Window computes a receipt's window as docs/receipt.md (The window) defines it:
 //
 //	resume_after = reset + margin + jitter (never before issue)
 //	resume_by    = min(issue + 24h, resume_after + 6h, deadline)

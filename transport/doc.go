@@ -48,7 +48,7 @@
 // Close wait for them); an exhaustion or a quota rejection is written
 // before RoundTrip returns, so other processes see it.
 //
-// # Retries (DESIGN.md Safety rules)
+// # Retries (docs/design.md, Safety rules)
 //
 //   - A quota rejection (class quota) or a throttle (class secondary) is
 //     sent again after its wait only when the request's body can be read

@@ -61,7 +61,7 @@ func Example_openAI() {
 		option.WithBaseURL(srv.URL+"/v1/"),
 		option.WithAPIKey("sk-example"),
 		option.WithHTTPClient(&http.Client{Transport: tr}),
-		option.WithMaxRetries(0), // the Transport retries, within DESIGN.md's rules
+		option.WithMaxRetries(0), // the Transport retries, within the Safety rules of docs/design.md
 	)
 	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model:    openai.ChatModelGPT4oMini,

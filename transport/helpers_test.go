@@ -29,7 +29,7 @@ const token = "ghp_testtoken"
 // tokPrincipal is the principal of token before any login is learned.
 var tokPrincipal = quota.TokenPrincipal(token)
 
-// testPolicy is DESIGN.md's policy: a 60 s margin, 0–60 s jitter, a 2 h cap,
+// testPolicy is the default policy of docs/design.md: a 60 s margin, 0–60 s jitter, a 2 h cap,
 // 60 s secondary wait and 5 retries.
 func testPolicy() *quota.Policy {
 	p := quota.DefaultPolicy()

@@ -10,7 +10,7 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-// Defaults of the options that are not DESIGN.md policy numbers.
+// Defaults of the options that are not policy numbers of docs/design.md.
 const (
 	// DefaultTransientRetries is how many times a GET, HEAD or OPTIONS
 	// request (or one with an Idempotency-Key) is sent again after a

@@ -51,7 +51,7 @@ func Replayable(req *http.Request) bool {
 }
 
 // Idempotent reports whether req may be sent again after a transient
-// failure (DESIGN.md Safety rules): its method is GET, HEAD or OPTIONS, or
+// failure (docs/design.md, Safety rules): its method is GET, HEAD or OPTIONS, or
 // it carries an Idempotency-Key header.
 func Idempotent(req *http.Request) bool {
 	switch req.Method {

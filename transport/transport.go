@@ -21,7 +21,7 @@ import (
 // Transport is an http.RoundTripper that knows the quotas its responses
 // report. Before a request it waits out (or defers on) an exhausted quota;
 // after a response it updates its in-memory ledger at once and the store
-// soon after; it retries only as DESIGN.md's Safety rules allow. See the
+// soon after; it retries only as the Safety rules of docs/design.md allow. See the
 // package documentation for the rules.
 //
 // A Transport is safe for concurrent use by many goroutines. Make it with

@@ -17,7 +17,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Exit codes of DESIGN.md.
+// Exit codes of docs/design.md (Exit codes).
 const (
 	ExitOK          = 0
 	ExitFailed      = 1   // a layover operation failed

@@ -56,7 +56,7 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 	return tw.Flush()
 }
 
-// jobJSON is DESIGN.md's show contract; jobs --json leaves out the history.
+// jobJSON is the show contract of docs/design.md (Output contracts); jobs --json leaves out the history.
 type jobJSON struct {
 	ID          string            `json:"id"`
 	Name        string            `json:"name"`
@@ -128,7 +128,7 @@ type ShowOptions struct {
 func runShow(ctx context.Context, env *Env, args []string) error {
 	var o ShowOptions
 	fs := newFlagSet("show", "show ID [--json]")
-	fs.BoolVar(&o.JSON, "json", false, "print JSON (DESIGN.md's show contract)")
+	fs.BoolVar(&o.JSON, "json", false, "print JSON (the show contract of docs/design.md)")
 	storeLoc := storeFlag(fs)
 	id, err := fs.parseID(env, args)
 	if err != nil {

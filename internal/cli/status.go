@@ -26,7 +26,7 @@ type StatusOptions struct {
 func runStatus(ctx context.Context, env *Env, args []string) error {
 	var opts StatusOptions
 	fs := newFlagSet("status", "status [--json] [--store LOCATION]")
-	fs.BoolVar(&opts.JSON, "json", false, "print JSON (DESIGN.md's status contract)")
+	fs.BoolVar(&opts.JSON, "json", false, "print JSON (the status contract of docs/design.md)")
 	fs.StringVar(&opts.Store, "store", "", "store location (default $LAYOVER_STORE, else the default path)")
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err

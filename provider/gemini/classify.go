@@ -55,7 +55,7 @@ func Observations(h http.Header, now time.Time) []quota.State {
 //
 //   - ErrorInfo reason (or text) VALIDATION_REQUIRED: auth. It asks for an
 //     account action (verify the account); it is never a quota wait, and
-//     auth is the class that is never waited out (DESIGN.md Safety rules).
+//     auth is the class that is never waited out (docs/design.md, Safety rules).
 //   - 401, UNAUTHENTICATED, or reason API_KEY_INVALID: auth.
 //   - reason INSUFFICIENT_G1_CREDITS_BALANCE: quota, resource "billing".
 //   - reason MODEL_CAPACITY_EXHAUSTED (or _EXCEEDED), 503, UNAVAILABLE:

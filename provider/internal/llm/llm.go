@@ -378,7 +378,7 @@ func WithMessage(label, message string) string {
 
 // Wait makes out a throttle with a stated wait d: secondary with RetryAfter
 // d, or, when d is over quota.ThrottleQuotaCutoff, quota with ResetAt = now
-// + d (DESIGN.md: a throttle whose stated wait is over 5 minutes is quota).
+// + d (docs/design.md, Glossary: a throttle whose stated wait is over 5 minutes is quota).
 // why names where d came from.
 func Wait(out provider.Outcome, d time.Duration, why string, now time.Time) provider.Outcome {
 	out.Class = provider.ClassSecondary
