@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/layoverhq/layover/internal/redact"
 )
 
 // ParseRawHTTP parses one HTTP response as `curl -i` prints it: a status
@@ -228,14 +230,18 @@ func validHeaderName(name []byte) bool {
 const maxQuoted = 60
 
 // quoteShort quotes at most maxQuoted bytes of b, cut on a rune boundary, as
-// a one-line Go string literal, with "…" after it when b was longer.
+// a one-line Go string literal, with "…" after it when b was longer. A
+// secret in b is masked (internal/redact) before the cut, on the first
+// maxQuoted+cleanLookahead bytes, so that no part of it is quoted.
 func quoteShort(b []byte) string {
-	if len(b) <= maxQuoted {
-		return strconv.Quote(string(b))
+	window := b[:min(len(b), maxQuoted+cleanLookahead)]
+	s := redact.String(string(window))
+	if len(s) <= maxQuoted && len(window) == len(b) {
+		return strconv.Quote(s)
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
+	cut := min(len(s), maxQuoted)
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return strconv.Quote(string(b[:cut])) + "…"
+	return strconv.Quote(s[:cut]) + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -33,6 +34,16 @@ type ClassifyOptions struct {
 
 // maxInput bounds what classify reads from one file.
 const maxInput = 16 << 20
+
+// maxErrorLine bounds an error line about an input, in runes.
+const maxErrorLine = 300
+
+// inputErr is a usage error about an input whose message may quote it: the
+// message is cleaned (provider.CleanText: one line, no control characters,
+// secrets masked, at most maxErrorLine runes).
+func inputErr(format string, a ...any) error {
+	return usageErr("%s", provider.CleanText(fmt.Sprintf(format, a...), maxErrorLine))
+}
 
 func runClassify(ctx context.Context, env *Env, args []string) error {
 	var opts ClassifyOptions
@@ -134,7 +145,7 @@ func (o *ClassifyOptions) run(env *Env) error {
 		}
 		resp, body, err := provider.ParseRawHTTP(raw)
 		if err != nil {
-			return usageErr("classify: %s: %v", o.HTTP, err)
+			return inputErr("classify: %s: %v", o.HTTP, err)
 		}
 		out = httpClassifiers[o.Provider](resp, body, now)
 	} else {
@@ -157,7 +168,10 @@ func (o *ClassifyOptions) run(env *Env) error {
 
 func outcomeJSON(out provider.Outcome) classifyJSON {
 	j := classifyJSON{Class: out.Class, Provider: out.Provider, ResetAt: jsonTime(out.ResetAt),
-		Remaining: known(out.Remaining), Limit: known(out.Limit), Reason: out.Reason}
+		Remaining: known(out.Remaining), Limit: known(out.Limit),
+		// The classifiers clean their reasons already; what classify
+		// prints is cleaned here too, whichever classifier made it.
+		Reason: provider.CleanText(out.Reason, provider.MaxReason)}
 	if out.Resource != "" {
 		j.Resource = out.Resource
 	}
@@ -176,14 +190,14 @@ func readInput(env *Env, name string) ([]byte, error) {
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, usageErr("classify: %v", err)
+			return nil, inputErr("classify: %v", err)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
 	if err != nil {
-		return nil, usageErr("classify: read %s: %v", name, err)
+		return nil, inputErr("classify: read %s: %v", name, err)
 	}
 	if len(data) > maxInput {
 		return nil, usageErr("classify: %s is larger than %d MiB", name, maxInput>>20)

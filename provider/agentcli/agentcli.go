@@ -133,7 +133,7 @@ func Classifier(name string) (Func, bool) {
 		if c.name == name {
 			fn := c.fn
 			return func(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-				return fn(newInput(exitCode, stdout, stderr), now, loc).out
+				return provider.CleanReason(fn(newInput(exitCode, stdout, stderr), now, loc).out)
 			}, true
 		}
 	}
@@ -188,6 +188,10 @@ func Classify(name string, exitCode int, stdout, stderr []byte, now time.Time, l
 // Remaining ties go to the first of Claude Code, Codex, Gemini CLI, Kimi,
 // Copilot and gh.
 func ClassifyAuto(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
+	return provider.CleanReason(classifyAuto(exitCode, stdout, stderr, now, loc))
+}
+
+func classifyAuto(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
 	in := newInput(exitCode, stdout, stderr)
 	vs := make([]verdict, 0, len(classifiers)+1)
 	format := false
@@ -458,7 +462,7 @@ func status(raw json.RawMessage) int {
 }
 
 // excerpt quotes a printed message in a Reason: one line, cut short.
-func excerpt(s string) string { return llm.Excerpt(s, maxReason) }
+func excerpt(s string) string { return provider.CleanText(s, maxReason) }
 
 // quotaOut returns a quota outcome for p with reason; reset may be zero.
 func quotaOut(p, resource, reason string, reset time.Time, now time.Time) provider.Outcome {

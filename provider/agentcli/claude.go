@@ -325,7 +325,7 @@ func sessionIn(b []byte) string {
 // describe (Limit 100, Remaining the percent left, at least 1 unless
 // rejected); a rejected window's is kept only when the run failed.
 func ClassifyClaudeCode(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	return claudeCode(newInput(exitCode, stdout, stderr), now, loc).out
+	return provider.CleanReason(claudeCode(newInput(exitCode, stdout, stderr), now, loc).out)
 }
 
 func claudeCode(in *input, now time.Time, loc *time.Location) verdict {

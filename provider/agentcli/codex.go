@@ -231,7 +231,7 @@ func (r *codexRun) event(o map[string]json.RawMessage) bool {
 //
 // Anything else is permanent.
 func ClassifyCodex(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	return codex(newInput(exitCode, stdout, stderr), now, loc).out
+	return provider.CleanReason(codex(newInput(exitCode, stdout, stderr), now, loc).out)
 }
 
 func codex(in *input, now time.Time, loc *time.Location) verdict {

@@ -66,7 +66,7 @@ var copilotAuthTexts = []string{
 //
 // Anything else is permanent.
 func ClassifyCopilot(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	return copilot(newInput(exitCode, stdout, stderr), now, loc).out
+	return provider.CleanReason(copilot(newInput(exitCode, stdout, stderr), now, loc).out)
 }
 
 func copilot(in *input, now time.Time, _ *time.Location) verdict {

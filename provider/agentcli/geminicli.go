@@ -211,7 +211,7 @@ func (r *geminiRun) event(o map[string]json.RawMessage) bool {
 // more transient, since only a text or a field makes a limit. Anything
 // else is permanent.
 func ClassifyGeminiCLI(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	return geminiCLI(newInput(exitCode, stdout, stderr), now, loc).out
+	return provider.CleanReason(geminiCLI(newInput(exitCode, stdout, stderr), now, loc).out)
 }
 
 func geminiCLI(in *input, now time.Time, loc *time.Location) verdict {

@@ -63,7 +63,7 @@ var kimiTexts = []struct {
 // failures) is weak evidence: with no text saying more it is transient.
 // Anything else is permanent.
 func ClassifyKimi(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	return kimi(newInput(exitCode, stdout, stderr), now, loc).out
+	return provider.CleanReason(kimi(newInput(exitCode, stdout, stderr), now, loc).out)
 }
 
 func kimi(in *input, now time.Time, _ *time.Location) verdict {

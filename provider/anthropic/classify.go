@@ -122,6 +122,10 @@ func textError(text string) apiError { return apiError{message: text} }
 // Observations are those of [Observations]; a quota with a known reset also
 // carries a rejected state for its resource when the headers gave none.
 func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
+	return provider.CleanReason(classifyHTTP(resp, body, now))
+}
+
+func classifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
 	if resp == nil {
 		return provider.Unknown(Provider, provider.ClassPermanent, "no HTTP response")
 	}

@@ -86,6 +86,10 @@ func Observations(h http.Header, now time.Time) []quota.State {
 // given. Observations hold one rejected state for a quota with a known
 // reset.
 func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
+	return provider.CleanReason(classifyHTTP(resp, body, now))
+}
+
+func classifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
 	if resp == nil {
 		return provider.Unknown(Provider, provider.ClassPermanent, "no HTTP response")
 	}

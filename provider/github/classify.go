@@ -333,7 +333,7 @@ func (e *evidence) permanentReason(status int) string {
 		return fmt.Sprintf("%d Resource not accessible by integration (permissions)", status)
 	}
 	if m := e.firstMessage(); m != "" {
-		return fmt.Sprintf("%d: %s", status, llm.Excerpt(m, llm.MaxReasonMessage))
+		return fmt.Sprintf("%d: %s", status, provider.CleanText(m, llm.MaxReasonMessage))
 	}
 	return fmt.Sprintf("HTTP %d", status)
 }
@@ -366,6 +366,10 @@ func (e *evidence) permanentReason(status int) string {
 // last unit (remaining 0 on a 2xx or 404) keeps its own class. Observations
 // are those of [Observations] for the headers.
 func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
+	return provider.CleanReason(classifyHTTP(resp, body, now))
+}
+
+func classifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
 	if resp == nil {
 		return provider.Unknown(Provider, provider.ClassPermanent, "no HTTP response")
 	}

@@ -173,6 +173,10 @@ func stripANSI(b []byte) []byte {
 // Observations come from visible x-ratelimit-* header lines, as for
 // [Observations].
 func ClassifyCLI(exitCode int, stdout, stderr []byte, now time.Time) provider.Outcome {
+	return provider.CleanReason(classifyCLI(exitCode, stdout, stderr, now))
+}
+
+func classifyCLI(exitCode int, stdout, stderr []byte, now time.Time) provider.Outcome {
 	e := &evidence{rate: parseRateHeaders(nil)}
 	resp, body, hasBlock := includeBlock(stdout)
 	if hasBlock {
@@ -254,7 +258,7 @@ func ClassifyCLI(exitCode int, stdout, stderr []byte, now time.Time) provider.Ou
 	if e.status >= 300 {
 		reason = "gh: " + e.permanentReason(e.status)
 	} else if m := e.firstMessage(); m != "" {
-		reason = fmt.Sprintf("exit %d: %s", exitCode, llm.Excerpt(m, llm.MaxReasonMessage))
+		reason = fmt.Sprintf("exit %d: %s", exitCode, provider.CleanText(m, llm.MaxReasonMessage))
 	}
 	return e.outcome(provider.ClassPermanent, reason, now)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/llm"
 	"github.com/layoverhq/layover/quota"
 )
@@ -150,7 +151,7 @@ func errorMessage(code int, body []byte) string {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &m) == nil && strings.TrimSpace(m.Message) != "" {
-		return llm.Excerpt(m.Message, 200)
+		return provider.CleanText(m.Message, 200)
 	}
 	if t := http.StatusText(code); t != "" {
 		return t

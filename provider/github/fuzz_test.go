@@ -68,8 +68,8 @@ func checkOutcome(out provider.Outcome, input string, now time.Time) error {
 	if out.Provider != Provider {
 		return fmt.Errorf("provider %q", out.Provider)
 	}
-	if out.Reason == "" || strings.ContainsAny(out.Reason, "\r\n") {
-		return fmt.Errorf("reason %q", out.Reason)
+	if err := resetcheck.CheckReason(out.Reason); err != nil {
+		return err
 	}
 	if out.RetryAfter < -1 || out.Remaining < -1 || out.Limit < -1 {
 		return fmt.Errorf("negative numbers: %+v", out)

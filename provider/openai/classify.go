@@ -18,7 +18,7 @@ import (
 
 // spendCodes are the error codes of a spend limit (ResourceSpend) or an
 // exhausted balance (ResourceBilling). credit_balance_exhausted is
-// unconfirmed (provider-signals.md §3); billing_hard_limit_reached is the
+// unconfirmed (docs/provider-signals.md §3); billing_hard_limit_reached is the
 // older images API's spend limit.
 var spendCodes = map[string]string{
 	"organization_spend_limit_exceeded": ResourceSpend,
@@ -155,6 +155,10 @@ func statusOf(e apiError) int {
 // Observations are those of [Observations]; a quota with a known reset also
 // carries a rejected state for its resource when the headers gave none.
 func ClassifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
+	return provider.CleanReason(classifyHTTP(resp, body, now))
+}
+
+func classifyHTTP(resp *http.Response, body []byte, now time.Time) provider.Outcome {
 	if resp == nil {
 		return provider.Unknown(Provider, provider.ClassPermanent, "no HTTP response")
 	}

@@ -1,8 +1,7 @@
 // Package llm holds what the LLM API classifiers (anthropic, openai, gemini)
 // share: header reading, retry-after, event-stream scanning, the search for
 // an error in a response, the throttle cut-off and quota observations. The
-// github classifier uses its JSON and text helpers (String, TrimBody,
-// Excerpt) too.
+// github classifier uses its JSON and text helpers (String, TrimBody) too.
 package llm
 
 import (
@@ -13,8 +12,6 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/resetparse"
@@ -72,7 +69,7 @@ func Date(h http.Header) time.Time {
 }
 
 // RetryAfter returns the wait the response stated, reading retry-after-ms
-// first and then Retry-After, as the Stainless SDKs do (provider-signals.md
+// first and then Retry-After, as the Stainless SDKs do (docs/provider-signals.md
 // §6), and the header it came from. A value that does not parse, or is over
 // resetparse.MaxDelay, counts as not stated.
 func RetryAfter(h http.Header, date, now time.Time) (time.Duration, string, bool) {
@@ -337,41 +334,13 @@ func FindError[E any](h http.Header, body []byte, success bool,
 	return e, "", false
 }
 
-// Excerpt returns s on one line, control characters turned to spaces, runs
-// of spaces collapsed, cut to at most n runes with "…".
-func Excerpt(s string, n int) string {
-	if len(s) > 4*n {
-		s = s[:4*n]
-	}
-	var b strings.Builder
-	runes := 0
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			space = b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			runes++
-			space = false
-		}
-		if runes >= n {
-			b.WriteString("…")
-			return b.String()
-		}
-		b.WriteRune(r)
-		runes++
-	}
-	return b.String()
-}
-
-// WithMessage appends to label an excerpt of a server message (one line,
-// at most MaxReasonMessage runes): "label: message". A blank message
-// leaves label as it is.
+// WithMessage appends to label an excerpt of a server message
+// (provider.CleanText: one line, secrets masked, at most MaxReasonMessage
+// runes): "label: message". A message with nothing to show leaves label as
+// it is.
 func WithMessage(label, message string) string {
-	if m := strings.TrimSpace(message); m != "" {
-		return label + ": " + Excerpt(m, MaxReasonMessage)
+	if m := provider.CleanText(message, MaxReasonMessage); m != "" {
+		return label + ": " + m
 	}
 	return label
 }

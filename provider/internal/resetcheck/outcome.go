@@ -1,21 +1,25 @@
 package resetcheck
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/quota"
 )
 
 // CheckOutcome verifies what every classification by provider name must
 // hold for input (the response's headers and body as text), at now: a
-// known class, a one-line reason, no negative numbers but -1, a secondary
-// wait within quota.ThrottleQuotaCutoff, and every reset and wait traced to
-// the input (or to extra, the documented derivations).
+// known class, a reason that passes CheckReason, no negative numbers but
+// -1, a secondary wait within quota.ThrottleQuotaCutoff, and every reset
+// and wait traced to the input (or to extra, the documented derivations).
 func CheckOutcome(out provider.Outcome, name, input string, now time.Time, extra ...time.Time) error {
 	switch out.Class {
 	case provider.ClassOK, provider.ClassQuota, provider.ClassSecondary, provider.ClassAuth, provider.ClassTransient, provider.ClassPermanent:
@@ -25,8 +29,8 @@ func CheckOutcome(out provider.Outcome, name, input string, now time.Time, extra
 	if out.Provider != name {
 		return fmt.Errorf("provider %q", out.Provider)
 	}
-	if out.Reason == "" || strings.ContainsAny(out.Reason, "\r\n") {
-		return fmt.Errorf("reason %q", out.Reason)
+	if err := CheckReason(out.Reason); err != nil {
+		return err
 	}
 	if out.RetryAfter < -1 || out.Remaining < -1 || out.Limit < -1 {
 		return fmt.Errorf("negative numbers: %+v", out)
@@ -47,6 +51,23 @@ func CheckOutcome(out provider.Outcome, name, input string, now time.Time, extra
 		if err := CheckState(s, input, now, extra...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckReason verifies a Reason as a classifier must give it: not empty,
+// at most provider.MaxReason runes, without a control character or a
+// recognisable secret (internal/redact), whatever the input held.
+func CheckReason(reason string) error {
+	switch {
+	case reason == "":
+		return errors.New("empty reason")
+	case utf8.RuneCountInString(reason) > provider.MaxReason:
+		return fmt.Errorf("reason of %d runes: %q", utf8.RuneCountInString(reason), reason)
+	case strings.IndexFunc(reason, unicode.IsControl) >= 0:
+		return fmt.Errorf("reason with a control character: %q", reason)
+	case redact.Contains(reason):
+		return fmt.Errorf("reason with a secret: %q", reason)
 	}
 	return nil
 }
