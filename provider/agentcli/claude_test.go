@@ -9,7 +9,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Verbatim texts of provider-signals.md §5 (Claude Code).
+// Verbatim texts of docs/provider-signals.md §5 (Claude Code).
 const (
 	ccPipe    = "Claude AI usage limit reached|1749924000"
 	ccWarsaw  = "Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw)."

@@ -7,7 +7,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 )
 
-// Verbatim texts of provider-signals.md §5 (Codex), and the tails
+// Verbatim texts of docs/provider-signals.md §5 (Codex), and the tails
 // codex-rs/core/src/error.rs writes.
 const (
 	cxPlus     = "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at 3:28 PM."

@@ -7,7 +7,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 )
 
-// Verbatim texts of provider-signals.md §5 (Copilot CLI).
+// Verbatim texts of docs/provider-signals.md §5 (Copilot CLI).
 const (
 	cpNoQuotaBody = `{"error":{"message":"You have no quota","code":"quota_exceeded"}}`
 	cpNoQuota     = "✗ 402 You have no quota (Request ID: C2B4:3D0A1B:8E2F1A:9B3C4D:67F0A1B2)"

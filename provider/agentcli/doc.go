@@ -1,5 +1,5 @@
 // Package agentcli turns what AI agent CLIs print when they fail into
-// layover's outcomes (provider-signals.md §5): Claude Code
+// layover's outcomes (docs/provider-signals.md §5): Claude Code
 // ([ClassifyClaudeCode], with [SessionID] for resuming its session), Codex
 // ([ClassifyCodex]), GitHub Copilot CLI ([ClassifyCopilot]), Kimi Code
 // ([ClassifyKimi]) and Gemini CLI ([ClassifyGeminiCLI]). [Classify] picks

@@ -7,7 +7,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 )
 
-// Verbatim texts of provider-signals.md §5 (Gemini CLI) and of gemini-cli's
+// Verbatim texts of docs/provider-signals.md §5 (Gemini CLI) and of gemini-cli's
 // errorParsing.ts and googleQuotaErrors.ts.
 const (
 	gmUsage    = "Usage limit reached for gemini-2.5-pro."

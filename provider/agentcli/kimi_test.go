@@ -8,7 +8,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 )
 
-// Verbatim texts of provider-signals.md §5 (Kimi), as Kimi prints them:
+// Verbatim texts of docs/provider-signals.md §5 (Kimi), as Kimi prints them:
 // the openai SDK's "Error code: <status> - <dict repr>".
 const (
 	kmBusy     = `LLM provider error: Error code: 429 - {'error': {'message': "We're receiving too many requests at the moment. Please wait a moment and try again.", 'type': 'rate_limit_reached_error'}}`

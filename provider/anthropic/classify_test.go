@@ -12,7 +12,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Verbatim texts from provider-signals.md §2 (and, where §2 elides them, the
+// Verbatim texts from docs/provider-signals.md §2 (and, where §2 elides them, the
 // published messages they abbreviate).
 const (
 	msgRequestTokens  = "Number of request tokens has exceeded your per-minute rate limit (https://docs.anthropic.com/en/api/rate-limits); see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase."

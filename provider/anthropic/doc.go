@@ -1,5 +1,5 @@
 // Package anthropic turns the Anthropic API's rate-limit signals into
-// layover's outcomes and quota observations (provider-signals.md §2).
+// layover's outcomes and quota observations (docs/provider-signals.md §2).
 //
 // # Signals
 //

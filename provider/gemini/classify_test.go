@@ -9,7 +9,7 @@ import (
 	"github.com/layoverhq/layover/provider/internal/providertest"
 )
 
-// Verbatim texts from provider-signals.md §4 (the elided parts filled in as
+// Verbatim texts from docs/provider-signals.md §4 (the elided parts filled in as
 // the API writes them).
 const (
 	msgExceeded    = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."

@@ -1,6 +1,6 @@
 // Package gemini turns the Gemini API's (and Vertex AI's and Code
 // Assist's) rate-limit signals into layover's outcomes and quota
-// observations (provider-signals.md §4).
+// observations (docs/provider-signals.md §4).
 //
 // # Signals
 //

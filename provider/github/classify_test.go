@@ -11,7 +11,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Verbatim texts from provider-signals.md §1.
+// Verbatim texts from docs/provider-signals.md §1.
 const (
 	msgPrimaryUser         = "API rate limit exceeded for user ID 1234567."
 	msgPrimaryInstallation = "API rate limit exceeded for installation ID 42."

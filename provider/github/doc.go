@@ -5,7 +5,7 @@
 //
 // [ClassifyHTTP] classifies one REST or GraphQL response, [ClassifyCLI] one
 // failed `gh` invocation, and [Observations] reads the x-ratelimit-* headers
-// every response carries. The rules are those of provider-signals.md §1:
+// every response carries. The rules are those of docs/provider-signals.md §1:
 // primary exhaustion is a 403 or 429 with x-ratelimit-remaining: 0 (or a
 // GraphQL error of type RATE_LIMITED inside a 200); a secondary limit is
 // named by its message or documentation URL, whatever budget is left; any

@@ -11,7 +11,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Verbatim texts from provider-signals.md §3 (and §5 Kimi, whose API is
+// Verbatim texts from docs/provider-signals.md §3 (and §5 Kimi, whose API is
 // OpenAI-compatible), with the elided organisation ids filled in.
 const (
 	msgTPM           = "Rate limit reached for gpt-4o in organization org-8s7Dj2kLq0 on tokens per min (TPM): Limit 30000, Used 29937, Requested 385. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more."

@@ -1,6 +1,6 @@
 // Package openai turns the OpenAI API's rate-limit signals (and those of
 // OpenAI-compatible APIs such as Kimi's) into layover's outcomes and quota
-// observations (provider-signals.md §3).
+// observations (docs/provider-signals.md §3).
 //
 // # Signals
 //

@@ -1,5 +1,5 @@
 // Package resetparse parses every encoding in which providers state when a
-// quota resets or how long to wait (provider-signals.md, tricky case 7).
+// quota resets or how long to wait (docs/provider-signals.md, tricky case 7).
 //
 // Every parser returns (value, ok). When ok is false the value is the zero
 // value: nothing here guesses, rounds a bad value into a good one, or
