@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 func TestParseRawHTTP(t *testing.T) {
@@ -235,33 +237,35 @@ func FuzzParseRawHTTP(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		resp, body, err := ParseRawHTTP(data)
-		if err != nil {
-			if resp != nil || body != nil {
-				t.Fatalf("error %v with a response", err)
+		fuzzbound.Run(t, func() {
+			resp, body, err := ParseRawHTTP(data)
+			if err != nil {
+				if resp != nil || body != nil {
+					t.Fatalf("error %v with a response", err)
+				}
+				if strings.ContainsAny(err.Error(), "\r\n") {
+					t.Fatalf("error is not one line: %q", err)
+				}
+				return
 			}
-			if strings.ContainsAny(err.Error(), "\r\n") {
-				t.Fatalf("error is not one line: %q", err)
+			if resp == nil || resp.Header == nil {
+				t.Fatal("nil response or header without an error")
 			}
-			return
-		}
-		if resp == nil || resp.Header == nil {
-			t.Fatal("nil response or header without an error")
-		}
-		if resp.StatusCode < 100 || resp.StatusCode > 599 {
-			t.Fatalf("status code %d out of range", resp.StatusCode)
-		}
-		if !bytes.HasSuffix(data, body) {
-			t.Fatal("body is not a verbatim suffix of the input")
-		}
-		if resp.ProtoMajor < 1 || resp.ProtoMajor > 3 {
-			t.Fatalf("proto %q", resp.Proto)
-		}
-		for k := range resp.Header {
-			if k != http.CanonicalHeaderKey(k) {
-				t.Fatalf("header key %q not canonical", k)
+			if resp.StatusCode < 100 || resp.StatusCode > 599 {
+				t.Fatalf("status code %d out of range", resp.StatusCode)
 			}
-		}
+			if !bytes.HasSuffix(data, body) {
+				t.Fatal("body is not a verbatim suffix of the input")
+			}
+			if resp.ProtoMajor < 1 || resp.ProtoMajor > 3 {
+				t.Fatalf("proto %q", resp.Proto)
+			}
+			for k := range resp.Header {
+				if k != http.CanonicalHeaderKey(k) {
+					t.Fatalf("header key %q not canonical", k)
+				}
+			}
+		})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -464,29 +465,31 @@ func FuzzWaitPlan(f *testing.F) {
 	f.Add(int64(0), int64(0), int64(math.MinInt64), int64(0), int64(0))
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, margin, jitter, resetOff, maxWait, draw int64) {
-		p := quota.Policy{ResetMargin: time.Duration(margin), Jitter: time.Duration(jitter),
-			MaxTotalWait: time.Duration(maxWait), UnknownReset: time.Minute}
-		reset := now.Add(time.Duration(resetOff))
-		at := p.ResumeAt(reset, drawRand(max(draw, 0)))
-		if at.Before(reset) {
-			t.Fatalf("resume %v before the reset %v", at, reset)
-		}
-		rerun := quota.RerunAt(now, at)
-		if rerun.Before(now.Add(quota.MinRerunWait)) {
-			t.Fatalf("re-run at %v sooner than the floor", rerun)
-		}
-		b := quota.Budget{Max: max(p.MaxTotalWait, 0)}
-		// Each wait is at least the floor, so a command can wait at most
-		// Max/MinRerunWait times before the cap refuses it.
-		runs := 0
-		for runs <= 1000 && b.Take(rerun.Sub(now)) == nil {
-			runs++
-		}
-		if b.Spent > b.Max || b.Spent < 0 {
-			t.Fatalf("spent %v of a %v cap", b.Spent, b.Max)
-		}
-		if limit := int64(b.Max / quota.MinRerunWait); int64(runs) > limit {
-			t.Fatalf("%d waits within a %v cap, more than %d", runs, b.Max, limit)
-		}
+		fuzzbound.Run(t, func() {
+			p := quota.Policy{ResetMargin: time.Duration(margin), Jitter: time.Duration(jitter),
+				MaxTotalWait: time.Duration(maxWait), UnknownReset: time.Minute}
+			reset := now.Add(time.Duration(resetOff))
+			at := p.ResumeAt(reset, drawRand(max(draw, 0)))
+			if at.Before(reset) {
+				t.Fatalf("resume %v before the reset %v", at, reset)
+			}
+			rerun := quota.RerunAt(now, at)
+			if rerun.Before(now.Add(quota.MinRerunWait)) {
+				t.Fatalf("re-run at %v sooner than the floor", rerun)
+			}
+			b := quota.Budget{Max: max(p.MaxTotalWait, 0)}
+			// Each wait is at least the floor, so a command can wait at most
+			// Max/MinRerunWait times before the cap refuses it.
+			runs := 0
+			for runs <= 1000 && b.Take(rerun.Sub(now)) == nil {
+				runs++
+			}
+			if b.Spent > b.Max || b.Spent < 0 {
+				t.Fatalf("spent %v of a %v cap", b.Spent, b.Max)
+			}
+			if limit := int64(b.Max / quota.MinRerunWait); int64(runs) > limit {
+				t.Fatalf("%d waits within a %v cap, more than %d", runs, b.Max, limit)
+			}
+		})
 	})
 }

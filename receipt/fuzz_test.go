@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 // FuzzDecode: no input panics; every rejection is a *FieldError; every
@@ -25,39 +27,41 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := Decode(data)
-		if err != nil {
-			var fe *FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %T %v is not a *FieldError", err, err)
+		fuzzbound.Run(t, func() {
+			r, err := Decode(data)
+			if err != nil {
+				var fe *FieldError
+				if !errors.As(err, &fe) {
+					t.Fatalf("error %T %v is not a *FieldError", err, err)
+				}
+				if r != nil {
+					t.Fatalf("a receipt with an error")
+				}
+				return
 			}
-			if r != nil {
-				t.Fatalf("a receipt with an error")
+			if !json.Valid(data) {
+				t.Fatalf("accepted invalid JSON %q", data)
 			}
-			return
-		}
-		if !json.Valid(data) {
-			t.Fatalf("accepted invalid JSON %q", data)
-		}
-		enc, err := Encode(r)
-		if err != nil {
-			t.Fatalf("Encode of an accepted receipt: %v", err)
-		}
-		back, err := Decode(enc)
-		if err != nil {
-			t.Fatalf("Decode(Encode(r)): %v\n%s", err, enc)
-		}
-		if *back != *r {
-			t.Fatalf("round trip changed the receipt:\n %+v\n %+v", *back, *r)
-		}
-		again, err := Encode(back)
-		if err != nil || string(again) != string(enc) {
-			t.Fatalf("re-encoding differs: %s vs %s (%v)", again, enc, err)
-		}
-		// A generic decoder sees exactly the schema's members.
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(data, &m); err != nil || len(m) != len(topFields) {
-			t.Fatalf("accepted input has members %d, want %d (%v)", len(m), len(topFields), err)
-		}
+			enc, err := Encode(r)
+			if err != nil {
+				t.Fatalf("Encode of an accepted receipt: %v", err)
+			}
+			back, err := Decode(enc)
+			if err != nil {
+				t.Fatalf("Decode(Encode(r)): %v\n%s", err, enc)
+			}
+			if *back != *r {
+				t.Fatalf("round trip changed the receipt:\n %+v\n %+v", *back, *r)
+			}
+			again, err := Encode(back)
+			if err != nil || string(again) != string(enc) {
+				t.Fatalf("re-encoding differs: %s vs %s (%v)", again, enc, err)
+			}
+			// A generic decoder sees exactly the schema's members.
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil || len(m) != len(topFields) {
+				t.Fatalf("accepted input has members %d, want %d (%v)", len(m), len(topFields), err)
+			}
+		})
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/resetcheck"
 )
@@ -71,26 +72,28 @@ func fuzzClassifier(f *testing.F, name string, fn Func) {
 		f.Add(s.exit, []byte(s.stdout), []byte(s.stderr), uint8(2))
 	}
 	f.Fuzz(func(t *testing.T, exit int, stdout, stderr []byte, z uint8) {
-		loc, effective := fuzzLoc(t, z)
-		out := fn(exit, stdout, stderr, now, loc)
-		input := string(stdout) + "\n" + string(stderr)
-		p := out.Provider
-		if name != ProviderAuto {
-			if p != name {
-				t.Fatalf("provider %q, want %q", p, name)
+		fuzzbound.Run(t, func() {
+			loc, effective := fuzzLoc(t, z)
+			out := fn(exit, stdout, stderr, now, loc)
+			input := string(stdout) + "\n" + string(stderr)
+			p := out.Provider
+			if name != ProviderAuto {
+				if p != name {
+					t.Fatalf("provider %q, want %q", p, name)
+				}
+			} else if _, ok := Classifier(p); !ok {
+				t.Fatalf("auto gave provider %q", p)
 			}
-		} else if _, ok := Classifier(p); !ok {
-			t.Fatalf("auto gave provider %q", p)
-		}
-		if exit == 0 && out.Class != provider.ClassOK {
-			t.Fatalf("exit 0 gave %+v", out)
-		}
-		if (out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary) && strings.TrimSpace(input) == "" {
-			t.Fatalf("a limit from the exit code alone: %+v", out)
-		}
-		if err := oracle(out, p, input, effective); err != nil {
-			t.Fatalf("%s(%d, %q, %q): %v\n%+v", name, exit, stdout, stderr, err, out)
-		}
+			if exit == 0 && out.Class != provider.ClassOK {
+				t.Fatalf("exit 0 gave %+v", out)
+			}
+			if (out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary) && strings.TrimSpace(input) == "" {
+				t.Fatalf("a limit from the exit code alone: %+v", out)
+			}
+			if err := oracle(out, p, input, effective); err != nil {
+				t.Fatalf("%s(%d, %q, %q): %v\n%+v", name, exit, stdout, stderr, err, out)
+			}
+		})
 	})
 }
 
@@ -114,23 +117,25 @@ func FuzzClock(f *testing.F) {
 		f.Add(s, uint8(2))
 	}
 	f.Fuzz(func(t *testing.T, s string, z uint8) {
-		_, loc := fuzzLoc(t, z)
-		reset, found, ok := clockAt(s, now, loc)
-		if !ok {
-			if !reset.IsZero() {
-				t.Fatalf("clockAt(%q) = %v with ok false", s, reset)
+		fuzzbound.Run(t, func() {
+			_, loc := fuzzLoc(t, z)
+			reset, found, ok := clockAt(s, now, loc)
+			if !ok {
+				if !reset.IsZero() {
+					t.Fatalf("clockAt(%q) = %v with ok false", s, reset)
+				}
+				return
 			}
-			return
-		}
-		if !found {
-			t.Fatalf("clockAt(%q) ok but not found", s)
-		}
-		if !resetcheck.ClockExplained(reset, s, now, loc) {
-			t.Fatalf("clockAt(%q) = %v: no such time of day in the text", s, reset)
-		}
-		if reset.Before(now.Add(-PastGrace)) && !reYear.MatchString(s) {
-			t.Fatalf("clockAt(%q) = %v: in the past without a year", s, reset)
-		}
+			if !found {
+				t.Fatalf("clockAt(%q) ok but not found", s)
+			}
+			if !resetcheck.ClockExplained(reset, s, now, loc) {
+				t.Fatalf("clockAt(%q) = %v: no such time of day in the text", s, reset)
+			}
+			if reset.Before(now.Add(-PastGrace)) && !reYear.MatchString(s) {
+				t.Fatalf("clockAt(%q) = %v: in the past without a year", s, reset)
+			}
+		})
 	})
 }
 
@@ -141,15 +146,17 @@ func FuzzPyLiteral(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		b, n, err := pyLiteral(s)
-		if err != nil {
-			return
-		}
-		if n <= 0 || n > len(s) {
-			t.Fatalf("pyLiteral(%q) read %d bytes", s, n)
-		}
-		if obj := jsonObject(b); obj == nil && len(b) > 0 && b[0] == '{' {
-			t.Fatalf("pyLiteral(%q) = %s: not JSON", s, b)
-		}
+		fuzzbound.Run(t, func() {
+			b, n, err := pyLiteral(s)
+			if err != nil {
+				return
+			}
+			if n <= 0 || n > len(s) {
+				t.Fatalf("pyLiteral(%q) read %d bytes", s, n)
+			}
+			if obj := jsonObject(b); obj == nil && len(b) > 0 && b[0] == '{' {
+				t.Fatalf("pyLiteral(%q) = %s: not JSON", s, b)
+			}
+		})
 	})
 }

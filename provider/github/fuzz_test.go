@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/resetcheck"
 	"github.com/layoverhq/layover/quota"
@@ -140,23 +141,25 @@ func FuzzClassifyHTTP(f *testing.F) {
 		f.Add(s.code, s.hdr, []byte(s.body))
 	}
 	f.Fuzz(func(t *testing.T, code int, hdr string, body []byte) {
-		if code < 0 {
-			code = -code
-		}
-		code = 100 + code%500
-		resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
-		out := ClassifyHTTP(resp, body, now)
-		if err := checkOutcome(out, hdr, now); err != nil {
-			t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)
-		}
-		// The same response as curl -i prints it.
-		raw := fmt.Sprintf("HTTP/1.1 %d\r\n%s\r\n\r\n", code, strings.ReplaceAll(hdr, "\n", "\r\n"))
-		if r, b, err := provider.ParseRawHTTP(append([]byte(raw), body...)); err == nil {
-			out := ClassifyHTTP(r, b, now)
-			if err := checkOutcome(out, raw, now); err != nil {
-				t.Fatalf("ClassifyHTTP(raw %q): %v", raw, err)
+		fuzzbound.Run(t, func() {
+			if code < 0 {
+				code = -code
 			}
-		}
+			code = 100 + code%500
+			resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
+			out := ClassifyHTTP(resp, body, now)
+			if err := checkOutcome(out, hdr, now); err != nil {
+				t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)
+			}
+			// The same response as curl -i prints it.
+			raw := fmt.Sprintf("HTTP/1.1 %d\r\n%s\r\n\r\n", code, strings.ReplaceAll(hdr, "\n", "\r\n"))
+			if r, b, err := provider.ParseRawHTTP(append([]byte(raw), body...)); err == nil {
+				out := ClassifyHTTP(r, b, now)
+				if err := checkOutcome(out, raw, now); err != nil {
+					t.Fatalf("ClassifyHTTP(raw %q): %v", raw, err)
+				}
+			}
+		})
 	})
 }
 
@@ -185,13 +188,15 @@ func FuzzClassifyCLI(f *testing.F) {
 		f.Add(s.exit, []byte(s.stdout), []byte(s.stderr))
 	}
 	f.Fuzz(func(t *testing.T, exit int, stdout, stderr []byte) {
-		out := ClassifyCLI(exit, stdout, stderr, now)
-		if err := checkOutcome(out, string(stdout), now); err != nil {
-			t.Fatalf("ClassifyCLI(%d, %q, %q): %v", exit, stdout, stderr, err)
-		}
-		if exit == 0 && out.Class != provider.ClassOK {
-			t.Fatalf("exit 0 classified %q", out.Class)
-		}
+		fuzzbound.Run(t, func() {
+			out := ClassifyCLI(exit, stdout, stderr, now)
+			if err := checkOutcome(out, string(stdout), now); err != nil {
+				t.Fatalf("ClassifyCLI(%d, %q, %q): %v", exit, stdout, stderr, err)
+			}
+			if exit == 0 && out.Class != provider.ClassOK {
+				t.Fatalf("exit 0 classified %q", out.Class)
+			}
+		})
 	})
 }
 
@@ -204,35 +209,37 @@ func FuzzParseRateLimit(f *testing.F) {
 	f.Add([]byte(`{"resources":null,"rate":null}`), int64(0))
 	f.Add([]byte(`{`), int64(0))
 	f.Fuzz(func(t *testing.T, body []byte, dateUnix int64) {
-		var date time.Time
-		if dateUnix > 0 && dateUnix < 1e10 {
-			date = time.Unix(dateUnix, 0)
-		}
-		states, err := ParseRateLimit(body, date, now)
-		if err != nil {
-			if states != nil {
-				t.Fatalf("states with an error: %+v", states)
+		fuzzbound.Run(t, func() {
+			var date time.Time
+			if dateUnix > 0 && dateUnix < 1e10 {
+				date = time.Unix(dateUnix, 0)
 			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error is not one line: %q", err)
+			states, err := ParseRateLimit(body, date, now)
+			if err != nil {
+				if states != nil {
+					t.Fatalf("states with an error: %+v", states)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error is not one line: %q", err)
+				}
+				return
 			}
-			return
-		}
-		input := string(body)
-		if !date.IsZero() {
-			input += "\nDate: " + httpDate(date)
-		}
-		for _, s := range states {
-			if s.Source != quota.SourceRateLimit || s.Limit < 0 {
-				t.Fatalf("bad state %+v", s)
+			input := string(body)
+			if !date.IsZero() {
+				input += "\nDate: " + httpDate(date)
 			}
-			if !bytes.Contains(body, []byte(strconv.FormatInt(s.RawReset, 10))) {
-				t.Fatalf("raw reset %d not in the body", s.RawReset)
+			for _, s := range states {
+				if s.Source != quota.SourceRateLimit || s.Limit < 0 {
+					t.Fatalf("bad state %+v", s)
+				}
+				if !bytes.Contains(body, []byte(strconv.FormatInt(s.RawReset, 10))) {
+					t.Fatalf("raw reset %d not in the body", s.RawReset)
+				}
+				if err := checkState(s, input, now); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := checkState(s, input, now); err != nil {
-				t.Fatal(err)
-			}
-		}
+		})
 	})
 }
 
@@ -244,15 +251,17 @@ func FuzzGHConfigUser(f *testing.F) {
 	f.Add([]byte("\"github.com\n  user: x\n"), "github.com")
 	f.Add([]byte(":\n :\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, host string) {
-		user, ok := hostsUser(data, host)
-		if !ok {
-			if user != "" {
-				t.Fatalf("user %q without ok", user)
+		fuzzbound.Run(t, func() {
+			user, ok := hostsUser(data, host)
+			if !ok {
+				if user != "" {
+					t.Fatalf("user %q without ok", user)
+				}
+				return
 			}
-			return
-		}
-		if !validLogin(user) || !bytes.Contains(data, []byte(user)) {
-			t.Fatalf("user %q is not a login from the input", user)
-		}
+			if !validLogin(user) || !bytes.Contains(data, []byte(user)) {
+				t.Fatalf("user %q is not a login from the input", user)
+			}
+		})
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 func TestParseHTTPDate(t *testing.T) {
@@ -28,11 +30,13 @@ func FuzzParseHTTPDate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, gotErr := parseHTTPDate(v)
-		want, wantErr := http.ParseTime(v)
-		if (gotErr == nil) != (wantErr == nil) || !got.Equal(want) || got.Location() != want.Location() {
-			t.Fatalf("%q: got %v (%v), %v; http.ParseTime %v (%v), %v", v, got, got.Location(), gotErr, want, want.Location(), wantErr)
-		}
+		fuzzbound.Run(t, func() {
+			got, gotErr := parseHTTPDate(v)
+			want, wantErr := http.ParseTime(v)
+			if (gotErr == nil) != (wantErr == nil) || !got.Equal(want) || got.Location() != want.Location() {
+				t.Fatalf("%q: got %v (%v), %v; http.ParseTime %v (%v), %v", v, got, got.Location(), gotErr, want, want.Location(), wantErr)
+			}
+		})
 	})
 }
 
@@ -56,14 +60,16 @@ func FuzzParseHTTPDateFields(f *testing.F) {
 	f.Add(uint8(6), uint8(30), uint8(10), uint16(2025), uint8(10), uint8(0), uint8(0))
 	f.Add(uint8(3), uint8(29), uint8(1), uint16(2024), uint8(23), uint8(59), uint8(59))
 	f.Fuzz(func(t *testing.T, wd, day, mon uint8, year uint16, hh, mm, ss uint8) {
-		days := []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Mox", "sun"}
-		months := []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Foo", "jan"}
-		v := fmt.Sprintf("%s, %02d %s %04d %02d:%02d:%02d GMT", days[int(wd)%len(days)], day%100,
-			months[int(mon)%len(months)], year%10000, hh%100, mm%100, ss%100)
-		got, gotErr := parseHTTPDate(v)
-		want, wantErr := http.ParseTime(v)
-		if (gotErr == nil) != (wantErr == nil) || !got.Equal(want) || got.Location() != want.Location() {
-			t.Fatalf("%q: got %v, %v; http.ParseTime %v, %v", v, got, gotErr, want, wantErr)
-		}
+		fuzzbound.Run(t, func() {
+			days := []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Mox", "sun"}
+			months := []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Foo", "jan"}
+			v := fmt.Sprintf("%s, %02d %s %04d %02d:%02d:%02d GMT", days[int(wd)%len(days)], day%100,
+				months[int(mon)%len(months)], year%10000, hh%100, mm%100, ss%100)
+			got, gotErr := parseHTTPDate(v)
+			want, wantErr := http.ParseTime(v)
+			if (gotErr == nil) != (wantErr == nil) || !got.Equal(want) || got.Location() != want.Location() {
+				t.Fatalf("%q: got %v, %v; http.ParseTime %v, %v", v, got, gotErr, want, wantErr)
+			}
+		})
 	})
 }

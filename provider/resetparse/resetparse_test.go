@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/provider/internal/resetcheck"
 	"github.com/layoverhq/layover/provider/resetparse"
 )
@@ -327,11 +328,13 @@ func FuzzParseEpochSeconds(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.EpochSeconds(s)
-		checkAbs(t, "EpochSeconds", s, got, ok)
-		if ok && !strings.Contains(s, strconv.FormatInt(got.Unix(), 10)) {
-			t.Fatalf("EpochSeconds(%q) = %d: digits not in the input", s, got.Unix())
-		}
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.EpochSeconds(s)
+			checkAbs(t, "EpochSeconds", s, got, ok)
+			if ok && !strings.Contains(s, strconv.FormatInt(got.Unix(), 10)) {
+				t.Fatalf("EpochSeconds(%q) = %d: digits not in the input", s, got.Unix())
+			}
+		})
 	})
 }
 
@@ -340,8 +343,10 @@ func FuzzParseRFC3339(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.RFC3339(s)
-		checkAbs(t, "RFC3339", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.RFC3339(s)
+			checkAbs(t, "RFC3339", s, got, ok)
+		})
 	})
 }
 
@@ -350,10 +355,12 @@ func FuzzParseHTTPDate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.HTTPDate(s)
-		checkAbs(t, "HTTPDate", s, got, ok)
-		got, ok = resetparse.Timestamp(s)
-		checkAbs(t, "Timestamp", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.HTTPDate(s)
+			checkAbs(t, "HTTPDate", s, got, ok)
+			got, ok = resetparse.Timestamp(s)
+			checkAbs(t, "Timestamp", s, got, ok)
+		})
 	})
 }
 
@@ -362,10 +369,12 @@ func FuzzParseSeconds(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.Seconds(s)
-		checkRel(t, "Seconds", s, got, ok)
-		got, ok = resetparse.Milliseconds(s)
-		checkRel(t, "Milliseconds", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.Seconds(s)
+			checkRel(t, "Seconds", s, got, ok)
+			got, ok = resetparse.Milliseconds(s)
+			checkRel(t, "Milliseconds", s, got, ok)
+		})
 	})
 }
 
@@ -374,14 +383,16 @@ func FuzzParseGoDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.GoDuration(s)
-		checkRel(t, "GoDuration", s, got, ok)
-		// Whatever it accepts, Go's own parser reads the same.
-		if ok && s != "" {
-			if want, err := time.ParseDuration(strings.TrimSpace(s)); err != nil || want != got {
-				t.Fatalf("GoDuration(%q) = %v; time.ParseDuration says %v, %v", s, got, want, err)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.GoDuration(s)
+			checkRel(t, "GoDuration", s, got, ok)
+			// Whatever it accepts, Go's own parser reads the same.
+			if ok && s != "" {
+				if want, err := time.ParseDuration(strings.TrimSpace(s)); err != nil || want != got {
+					t.Fatalf("GoDuration(%q) = %v; time.ParseDuration says %v, %v", s, got, want, err)
+				}
 			}
-		}
+		})
 	})
 }
 
@@ -390,8 +401,10 @@ func FuzzParseProtoDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.ProtoDuration(s)
-		checkRel(t, "ProtoDuration", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.ProtoDuration(s)
+			checkRel(t, "ProtoDuration", s, got, ok)
+		})
 	})
 }
 
@@ -402,14 +415,16 @@ func FuzzParseRetryAfter(f *testing.F) {
 	f.Add("Wed, 21 Oct 2015 07:28:00 GMT", int64(0))
 	f.Add("soon", int64(0))
 	f.Fuzz(func(t *testing.T, v string, dateUnix int64) {
-		var date time.Time
-		input := v
-		if dateUnix >= resetparse.MinEpoch && dateUnix < resetparse.MaxEpoch {
-			date = time.Unix(dateUnix, 0)
-			input += "\nDate: " + date.UTC().Format(http.TimeFormat)
-		}
-		got, ok := resetparse.RetryAfter(v, date, now)
-		checkRel(t, "RetryAfter", input, got, ok)
+		fuzzbound.Run(t, func() {
+			var date time.Time
+			input := v
+			if dateUnix >= resetparse.MinEpoch && dateUnix < resetparse.MaxEpoch {
+				date = time.Unix(dateUnix, 0)
+				input += "\nDate: " + date.UTC().Format(http.TimeFormat)
+			}
+			got, ok := resetparse.RetryAfter(v, date, now)
+			checkRel(t, "RetryAfter", input, got, ok)
+		})
 	})
 }
 
@@ -418,8 +433,10 @@ func FuzzParseHumanDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.HumanDuration(s)
-		checkRel(t, "HumanDuration", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.HumanDuration(s)
+			checkRel(t, "HumanDuration", s, got, ok)
+		})
 	})
 }
 
@@ -441,7 +458,9 @@ func FuzzParseMessageDelay(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := resetparse.MessageDelay(s)
-		checkRel(t, "MessageDelay", s, got, ok)
+		fuzzbound.Run(t, func() {
+			got, ok := resetparse.MessageDelay(s)
+			checkRel(t, "MessageDelay", s, got, ok)
+		})
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/store/postgres"
 )
 
@@ -23,36 +24,38 @@ func FuzzRedactHidesPassword(f *testing.F) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f.Fuzz(func(t *testing.T, user, pw, host, path, query string, escape bool) {
-		// The password starts and ends with a mark found nowhere else in
-		// the DSN: a message showing the mark shows (part of) the password.
-		const mark = "§"
-		if strings.Contains(user+host+path+query, mark) || strings.ContainsRune(pw, 0) {
-			return
-		}
-		pw = mark + pw + mark
-		leaks := func(msg string) bool {
-			return strings.Contains(msg, mark) || strings.Contains(strings.ToUpper(msg), "%C2%A7")
-		}
-		for _, scheme := range []string{"postgres://", "postgresql://"} {
-			p := pw
-			if escape {
-				p = url.PathEscape(pw)
+		fuzzbound.Run(t, func() {
+			// The password starts and ends with a mark found nowhere else in
+			// the DSN: a message showing the mark shows (part of) the password.
+			const mark = "§"
+			if strings.Contains(user+host+path+query, mark) || strings.ContainsRune(pw, 0) {
+				return
 			}
-			dsn := scheme + user + ":" + p + "@" + host + path
-			if query != "" {
-				dsn += "?" + query
+			pw = mark + pw + mark
+			leaks := func(msg string) bool {
+				return strings.Contains(msg, mark) || strings.Contains(strings.ToUpper(msg), "%C2%A7")
 			}
-			if got := postgres.Redact(dsn); leaks(got) {
-				t.Fatalf("Redact(%q) = %q shows the password", dsn, got)
+			for _, scheme := range []string{"postgres://", "postgresql://"} {
+				p := pw
+				if escape {
+					p = url.PathEscape(pw)
+				}
+				dsn := scheme + user + ":" + p + "@" + host + path
+				if query != "" {
+					dsn += "?" + query
+				}
+				if got := postgres.Redact(dsn); leaks(got) {
+					t.Fatalf("Redact(%q) = %q shows the password", dsn, got)
+				}
+				s, err := postgres.Open(ctx, dsn)
+				if err == nil {
+					s.Close()
+					t.Fatalf("Open(%q) with a cancelled context succeeded", dsn)
+				}
+				if msg := err.Error(); leaks(msg) || strings.ContainsAny(msg, "\n\r") {
+					t.Fatalf("Open(%q) = %q: the password shows, or more than one line", dsn, msg)
+				}
 			}
-			s, err := postgres.Open(ctx, dsn)
-			if err == nil {
-				s.Close()
-				t.Fatalf("Open(%q) with a cancelled context succeeded", dsn)
-			}
-			if msg := err.Error(); leaks(msg) || strings.ContainsAny(msg, "\n\r") {
-				t.Fatalf("Open(%q) = %q: the password shows, or more than one line", dsn, msg)
-			}
-		}
+		})
 	})
 }

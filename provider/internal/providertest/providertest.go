@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/resetcheck"
 	"github.com/layoverhq/layover/quota"
@@ -131,35 +132,37 @@ func FuzzHTTP(f *testing.F, name string, seeds []Seed, classify ClassifyHTTP,
 	}
 	now := Now
 	f.Fuzz(func(t *testing.T, code int, hdr string, body []byte) {
-		if code < 0 {
-			code = -code
-		}
-		code = 100 + code%500
-		input := hdr + "\n" + string(body)
-		var extra []time.Time
-		if derive != nil {
-			extra = derive(input)
-		}
-		resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
-		out := classify(resp, body, now)
-		if err := resetcheck.CheckOutcome(out, name, input, now, extra...); err != nil {
-			t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)
-		}
-		if observe != nil {
-			for _, s := range observe(resp.Header, now) {
-				if err := resetcheck.CheckState(s, input, now); err != nil {
-					t.Fatalf("Observations(%q): %v", hdr, err)
+		fuzzbound.Run(t, func() {
+			if code < 0 {
+				code = -code
+			}
+			code = 100 + code%500
+			input := hdr + "\n" + string(body)
+			var extra []time.Time
+			if derive != nil {
+				extra = derive(input)
+			}
+			resp := &http.Response{StatusCode: code, Header: resetcheck.ParseHeaderText(hdr)}
+			out := classify(resp, body, now)
+			if err := resetcheck.CheckOutcome(out, name, input, now, extra...); err != nil {
+				t.Fatalf("ClassifyHTTP(%d, %q, %q): %v", code, hdr, body, err)
+			}
+			if observe != nil {
+				for _, s := range observe(resp.Header, now) {
+					if err := resetcheck.CheckState(s, input, now); err != nil {
+						t.Fatalf("Observations(%q): %v", hdr, err)
+					}
 				}
 			}
-		}
-		// The same response as curl -i prints it.
-		raw := fmt.Sprintf("HTTP/1.1 %d\r\n%s\r\n\r\n", code, strings.ReplaceAll(hdr, "\n", "\r\n"))
-		if r, b, err := provider.ParseRawHTTP(append([]byte(raw), body...)); err == nil {
-			out := classify(r, b, now)
-			if err := resetcheck.CheckOutcome(out, name, raw+string(body), now, extra...); err != nil {
-				t.Fatalf("ClassifyHTTP(raw %q): %v", raw, err)
+			// The same response as curl -i prints it.
+			raw := fmt.Sprintf("HTTP/1.1 %d\r\n%s\r\n\r\n", code, strings.ReplaceAll(hdr, "\n", "\r\n"))
+			if r, b, err := provider.ParseRawHTTP(append([]byte(raw), body...)); err == nil {
+				out := classify(r, b, now)
+				if err := resetcheck.CheckOutcome(out, name, raw+string(body), now, extra...); err != nil {
+					t.Fatalf("ClassifyHTTP(raw %q): %v", raw, err)
+				}
 			}
-		}
+		})
 	})
 }
 
