@@ -15,7 +15,7 @@ import (
 const MaxNameBytes = 200
 
 // ErrSecret: a spec would make the store keep a secret.
-var ErrSecret = errors.New("holds what looks like a secret; pass secrets through the environment (--env NAME) instead")
+var ErrSecret = errors.New("holds what looks like a secret")
 
 var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
@@ -59,7 +59,7 @@ func (s Spec) Validate(known ...string) error {
 	}
 	for _, t := range texts {
 		if redact.Contains(t.text, known...) {
-			return fmt.Errorf("%s %w", t.what, ErrSecret)
+			return fmt.Errorf("%s %w; pass secrets to the job through its environment", t.what, ErrSecret)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +12,21 @@ import (
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
+
+// refuseSubmitSecret refuses, before the command first runs, a run --submit
+// whose command or resume command holds a secret (a recognisable one, or
+// one of known): the store would keep it and jobs --json and show --json
+// print it (docs/secrets.md). Without --submit nothing keeps the command
+// but a masked line for status and the activity log.
+func (o *RunOptions) refuseSubmitSecret(known []string) error {
+	if !o.Submit {
+		return nil
+	}
+	if err := (job.Spec{Argv: o.Command, ResumeCmd: o.ResumeCmd}).Validate(known...); errors.Is(err, job.ErrSecret) {
+		return usageErr("run: --submit would store the job, and %v", err)
+	}
+	return nil
+}
 
 // maybeDefer ends run with a receipt (exit 6) instead of a wait until
 // `until`, when --defer-after asks for it and the provider declared the

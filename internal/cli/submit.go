@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/host"
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/job"
 )
 
@@ -35,13 +33,11 @@ type SubmitOptions struct {
 	Principal string
 }
 
-var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
-
 func runSubmit(ctx context.Context, env *Env, args []string) error {
 	var o SubmitOptions
 	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
 	fs.StringVar(&o.ID, "id", "", "job id; the same id with the same spec is the same job (default a new id)")
-	fs.StringVar(&o.Name, "name", "", "a name for people")
+	fs.StringVar(&o.Name, "name", "", fmt.Sprintf("a name for people (at most %d bytes, printable)", job.MaxNameBytes))
 	fs.Var(&o.Quota, "quota", "quota the job draws on: github or github:RESOURCE, repeatable")
 	fs.StringVar(&o.Provider, "provider", "github", "whose signals classify the job's failures: github")
 	fs.IntVar(&o.Priority, "priority", 0, "higher runs first")
@@ -60,8 +56,11 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	o.Command, o.Store = cmd, *storeLoc
-	spec, err := o.spec(env.Clock.Now())
-	if err != nil {
+	known := knownSecrets(env, o.Store, append(envValues(env, o.EnvNames), githubToken(ctx, env))...)
+	spec, err := o.spec(env.Clock.Now(), known)
+	if errors.Is(err, job.ErrSecret) {
+		return usageErr("submit: %v (declare each variable with --env NAME)", err)
+	} else if err != nil {
 		return usageErr("submit: %v", err)
 	}
 	id := o.ID
@@ -93,23 +92,10 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// spec validates the flags into a job spec.
-func (o *SubmitOptions) spec(now time.Time) (job.Spec, error) {
-	for _, a := range o.Command {
-		if redact.Contains(a) {
-			return job.Spec{}, fmt.Errorf("the command holds what looks like a token; pass secrets through --env NAME instead")
-		}
-	}
-	for _, c := range []string{o.Resume, o.Check, o.Verify, o.Plan} {
-		if redact.Contains(c) {
-			return job.Spec{}, fmt.Errorf("a hook command holds what looks like a token; pass secrets through --env NAME instead")
-		}
-	}
-	for _, n := range o.EnvNames {
-		if !envNamePattern().MatchString(n) {
-			return job.Spec{}, fmt.Errorf("--env %q is not a variable name", n)
-		}
-	}
+// spec validates the flags into a job spec. A spec whose name or commands
+// hold a secret (a recognisable one, or one of known) is refused: the store
+// would keep it and show it (docs/secrets.md).
+func (o *SubmitOptions) spec(now time.Time, known []string) (job.Spec, error) {
 	if o.Provider != "github" {
 		return job.Spec{}, fmt.Errorf("unknown provider %q (known: github)", o.Provider)
 	}
@@ -131,8 +117,12 @@ func (o *SubmitOptions) spec(now time.Time) (job.Spec, error) {
 	for _, q := range o.Quota {
 		quotas = append(quotas, (&quotaSpecs{q}).String())
 	}
-	return job.Spec{Name: o.Name, Argv: o.Command, Workdir: wd, EnvNames: o.EnvNames, Quota: quotas,
+	spec := job.Spec{Name: o.Name, Argv: o.Command, Workdir: wd, EnvNames: o.EnvNames, Quota: quotas,
 		Provider: o.Provider, Priority: o.Priority, Deadline: deadline.UTC().Truncate(time.Millisecond),
 		ResumeCmd: o.Resume, CheckCmd: o.Check, VerifyCmd: o.Verify, PlanCmd: o.Plan,
-		FreshApprovalRequired: o.Approval, MaxAttempts: o.Attempts, ProgressTimeout: o.Progress}, nil
+		FreshApprovalRequired: o.Approval, MaxAttempts: o.Attempts, ProgressTimeout: o.Progress}
+	if err := spec.Validate(known...); err != nil {
+		return job.Spec{}, err
+	}
+	return spec, nil
 }
