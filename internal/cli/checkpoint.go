@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/internal/redact"
 )
 
 func runCheckpoint(ctx context.Context, env *Env, args []string) error {
@@ -30,15 +31,48 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 	if err != nil || fence < 0 {
 		return usageErr("checkpoint: LAYOVER_FENCE %q is not a fence", fenceText)
 	}
+	// The stage and the data are stored and shown (status, show --json):
+	// neither may hold a secret (docs/secrets.md). The job's own variables
+	// are known once its record is read.
+	known := knownSecrets(env, *storeLoc, githubToken(ctx, env))
+	if err := refuseCheckpointSecret(*stage, *data, known); err != nil {
+		return err
+	}
 	st, err := openJobStore(ctx, env, *storeLoc)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if j, err := st.Job(ctx, id); err == nil {
+		if err := refuseCheckpointSecret(*stage, *data, envValues(env, j.Spec.EnvNames)); err != nil {
+			return err
+		}
+	}
 	var raw []byte
 	if *data != "" {
 		raw = []byte(*data)
 	}
 	_, err = host.Checkpoint(ctx, st, id, fence, *stage, raw, env.Clock.Now())
 	return jobError(err)
+}
+
+// refuseCheckpointSecret is the usage error for a stage or data holding a
+// recognisable secret or one of known; it never quotes the secret. The data
+// is read as written and with its JSON escapes decoded, so "\u0067hp_…" is
+// a token too.
+func refuseCheckpointSecret(stage, data string, known []string) error {
+	decoded := data
+	var v any
+	if json.Unmarshal([]byte(data), &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			decoded = string(b)
+		}
+	}
+	switch {
+	case redact.Contains(stage, known...):
+		return usageErr("checkpoint: --stage holds what looks like a secret; nothing was stored")
+	case redact.Contains(data, known...), redact.Contains(decoded, known...):
+		return usageErr("checkpoint: --data holds what looks like a secret; nothing was stored (a resumed run reads secrets from its environment)")
+	}
+	return nil
 }
