@@ -31,15 +31,16 @@ type ProcessRunner struct {
 	// its first argument is supervisor.Arg (layover does); empty runs each
 	// job directly.
 	Supervisor string
-	// Classify reads a failed attempt's output. Required.
+	// Classify reads a failed attempt's output, secrets masked. Required.
 	Classify Classifier
 	// Output receives the processes' output, each line prefixed with the job
 	// id and its secrets masked (see Secrets); nil discards it.
 	Output io.Writer
-	// Secrets are values masked in the lines copied to Output and in an
-	// attempt's outcome reason (which the store keeps), besides the values
-	// of the variables the job declared and what package redact recognises
-	// (docs/secrets.md): the host's own token, its store's password.
+	// Secrets are values masked in the lines copied to Output, in the
+	// output Classify reads and in the outcome reason (which the store
+	// keeps), besides the values of the variables the job declared and what
+	// package redact recognises (docs/secrets.md): the host's own token,
+	// its store's password.
 	Secrets []string
 	// Grace is how long a signalled process has before SIGKILL (default
 	// DefaultGrace), at most the host's bound (Run.Grace).
@@ -59,6 +60,8 @@ const tailLimit = 64 << 10
 func (p *ProcessRunner) Run(ctx context.Context, r Run) Result {
 	known := append(slices.Clone(p.Secrets), declaredValues(r)...)
 	res := p.run(ctx, r, known)
+	// The classifier reads masked output; a reason made of anything else
+	// (a start error) is masked here.
 	res.Outcome.Reason = redact.String(res.Outcome.Reason, known...)
 	return res
 }
@@ -175,6 +178,7 @@ type tailWriter struct {
 	w      io.Writer
 	known  []string // secret values masked in copied lines
 	buf    []byte   // tail, as written
+	cut    bool     // buf lost its start: its first line is partial
 	line   []byte   // partial line not yet copied
 }
 
@@ -184,6 +188,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - tailLimit; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
 	}
 	if t.w == nil {
 		return len(p), nil
@@ -217,8 +222,16 @@ func (t *tailWriter) copyLine(line []byte) {
 	fmt.Fprintf(t.w, "%s%s\n", t.prefix, redact.String(string(line), t.known...))
 }
 
+// tail is the output kept for classifying, secrets masked, so that no
+// reason quotes one, whole or cut short. A tail that lost its start begins
+// at its first whole line: the part of a line before it could be the end
+// of a secret.
 func (t *tailWriter) tail() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]byte(nil), t.buf...)
+	buf := t.buf
+	if i := bytes.IndexByte(buf, '\n'); t.cut && i >= 0 {
+		buf = buf[i+1:]
+	}
+	return []byte(redact.String(string(buf), t.known...))
 }

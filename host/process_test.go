@@ -158,18 +158,26 @@ func TestProcessRunner(t *testing.T) {
 }
 
 // Issue 8 finding 5: the job's output that the runner copies to the host's
-// log, and the outcome reason the store keeps, hold none of the job's
-// secrets: the values of the variables it declared, the runner's Secrets,
-// and tokens of known shapes.
+// log, the output its classifier reads and the outcome reason the store
+// keeps hold none of the job's secrets, whole or cut short: the values of
+// the variables it declared, the runner's Secrets, and tokens of known
+// shapes.
 func TestProcessRunnerMasksSecrets(t *testing.T) {
 	t.Parallel()
 	const declared, hostToken = "plain-deploy-value-1", "0123456789abcdef0123456789abcdef01234567"
 	var out syncBuffer
+	var seen classified
 	p := &host.ProcessRunner{Output: &out, Secrets: []string{hostToken},
-		Classify: func(code int, _, stderr []byte, _ time.Time) provider.Outcome {
-			return provider.Unknown("test", provider.ClassPermanent, "exit "+strconv.Itoa(code)+": "+strings.TrimSpace(string(stderr)))
+		Classify: func(code int, stdout, stderr []byte, _ time.Time) provider.Outcome {
+			seen = classified{code, string(stdout), string(stderr)}
+			// A classifier quotes a message cut short.
+			return provider.Unknown("test", provider.ClassPermanent, "exit "+strconv.Itoa(code)+": "+string(stderr[:min(len(stderr), 24)]))
 		}}
-	r := attempt("sh", "-c", `echo "key $DEPLOY_KEY"; printf 'token %s ghp_abcdefghijklmnopqrstuvwxyz0123456789' "$HOST_TOKEN" >&2; exit 1`)
+	// More than the 64 KiB tail: the kept tail starts inside the token on
+	// stdout's first line.
+	big := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(big, []byte(strings.Repeat("a", 10)+hostToken+"\n"+strings.Repeat("b", 64<<10-20)+"\n"), 0o600)
+	r := attempt("sh", "-c", `echo "key $DEPLOY_KEY"; printf 'token %s ghp_abcdefghijklmnopqrstuvwxyz0123456789' "$HOST_TOKEN" >&2; cat `+big+`; exit 1`)
 	r.Job.Spec.EnvNames = []string{"DEPLOY_KEY"}
 	r.Env = append(r.Env, "DEPLOY_KEY="+declared, "HOST_TOKEN="+hostToken)
 	res := p.Run(context.Background(), r)
@@ -177,15 +185,18 @@ func TestProcessRunnerMasksSecrets(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	log := out.String()
-	if !strings.Contains(log, "[j] key [redacted]\n") || !strings.Contains(log, "[j] token [redacted] [redacted]\n") {
-		t.Errorf("output %q: want each secret masked", log)
+	if !strings.Contains(log, "[j] key [redacted]\n") || !strings.Contains(log, "[j] token [redacted] [redacted]") {
+		t.Errorf("output %.200q: want each secret masked", log)
 	}
-	if want := "exit 1: token [redacted] [redacted]"; res.Outcome.Reason != want {
+	if want := "exit 1: token [redacted] [redact"; res.Outcome.Reason != want {
 		t.Errorf("reason %q, want %q", res.Outcome.Reason, want)
 	}
-	for _, s := range []string{declared, hostToken, "ghp_"} {
-		if strings.Contains(log, s) || strings.Contains(res.Outcome.Reason, s) {
-			t.Errorf("%q reached the log or the reason", s)
+	if !strings.HasPrefix(seen.stdout, "bbbb") || seen.stderr != "token [redacted] [redacted]" {
+		t.Errorf("classifier saw stdout %.40q… and stderr %q: want whole lines, masked", seen.stdout, seen.stderr)
+	}
+	for _, s := range []string{declared, hostToken[:16], hostToken[24:], "ghp_"} {
+		if strings.Contains(log, s) || strings.Contains(res.Outcome.Reason, s) || strings.Contains(seen.stdout+seen.stderr, s) {
+			t.Errorf("%q reached the log, the classifier or the reason", s)
 		}
 	}
 }

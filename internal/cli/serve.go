@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
@@ -68,14 +69,20 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
+	// Every line serve logs, its jobs' output included, is masked: the
+	// token it resolved, its store's password, the secret variables of its
+	// environment, recognisable tokens, and (by the runner) the values of
+	// the variables each job declared (docs/secrets.md).
+	known := knownSecrets(env, o.Store, target.token())
+	logOut := &redact.Writer{W: env.Stderr, Known: known}
+	logger := slog.New(slog.NewTextHandler(logOut, nil))
 	loc := o.Store
 	if loc == "" {
 		loc = env.Getenv("LAYOVER_STORE")
 	}
 	h, err := host.New(host.Config{
 		Store:  st,
-		Runner: &host.ProcessRunner{Classify: classifyAny, Output: env.Stderr, Supervisor: env.Executable},
+		Runner: &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable},
 		Quotas: &githubQuotas{env: env, st: st, target: target, policy: o.Policy},
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
