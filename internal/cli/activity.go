@@ -49,7 +49,7 @@ func runActivity(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(out)
 	}
 	for _, a := range lines {
-		fmt.Fprintf(env.Stdout, "%s  %s\n", humanTime(a.At), a.Line)
+		fmt.Fprintf(env.Stdout, "%s  %s\n", humanTime(a.At), shown(a.Line))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -159,11 +160,11 @@ func finish(env *Env, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(env.Stderr, "layover: %s\n", oneLine(ee.msg))
+			fmt.Fprintf(env.Stderr, "layover: %s\n", message(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "layover: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(env.Stderr, "layover: %s\n", message(err.Error()))
 	return ExitInternal
 }
 
@@ -171,6 +172,26 @@ func finish(env *Env, err error) int {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// Bounds, in bytes, of text from outside layover shown to a person.
+const (
+	// maxShown bounds one field: a login, a stage, a reason, a host name.
+	maxShown = 200
+	// maxMessage bounds an error message, which may quote a provider or a
+	// store server.
+	maxMessage = 2000
+)
+
+// shown is text layover did not write itself (a provider's, or a row of
+// the store, which any host of a fleet may have written) as a terminal may
+// print it: one line of at most maxShown bytes, without control characters
+// or escape sequences (internal/textsafe). JSON output needs none of this:
+// encoding/json escapes control characters.
+func shown(s string) string { return textsafe.Line(s, maxShown) }
+
+// message is an error message as Main prints it: one line of at most
+// maxMessage bytes, without control characters or escape sequences.
+func message(s string) string { return textsafe.Line(oneLine(s), maxMessage) }
 
 // humanTime renders t for people: local date and time with the zone.
 func humanTime(t time.Time) string {

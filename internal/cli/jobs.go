@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/job"
 )
 
@@ -51,7 +52,8 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSTAGE\tNAME\tPRIORITY\tUPDATED")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.State, j.Stage, j.Spec.Name, j.Spec.Priority, humanTime(j.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(j.ID), shown(string(j.State)), shown(j.Stage), shown(j.Spec.Name),
+			j.Spec.Priority, humanTime(j.UpdatedAt))
 	}
 	return tw.Flush()
 }
@@ -157,17 +159,18 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		return writeJSON(env, out)
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "Job %s", j.ID)
+	fmt.Fprintf(w, "Job %s", shown(j.ID))
 	if j.Spec.Name != "" {
-		fmt.Fprintf(w, " (%s)", j.Spec.Name)
+		fmt.Fprintf(w, " (%s)", shown(j.Spec.Name))
 	}
-	fmt.Fprintf(w, "\n  state:     %s\n  stage:     %s\n", j.State, j.Stage)
+	fmt.Fprintf(w, "\n  state:     %s\n  stage:     %s\n", shown(string(j.State)), shown(j.Stage))
 	if j.Ownership != job.NoOwnership {
-		fmt.Fprintf(w, "  ownership: %s\n", j.Ownership)
+		fmt.Fprintf(w, "  ownership: %s\n", shown(string(j.Ownership)))
 	}
-	fmt.Fprintf(w, "  command:   %v\n  priority:  %d\n  deadline:  %s\n", j.Spec.Argv, j.Spec.Priority, humanTime(j.Spec.Deadline))
+	fmt.Fprintf(w, "  command:   %s\n  priority:  %d\n  deadline:  %s\n", textsafe.Line(fmt.Sprint(j.Spec.Argv), maxMessage),
+		j.Spec.Priority, humanTime(j.Spec.Deadline))
 	if j.Checkpoint != nil {
-		fmt.Fprintf(w, "  checkpoint: %s at %s\n", j.Checkpoint.Stage, humanTime(j.Checkpoint.At))
+		fmt.Fprintf(w, "  checkpoint: %s at %s\n", shown(j.Checkpoint.Stage), humanTime(j.Checkpoint.At))
 	}
 	fmt.Fprintln(w, "Transitions:")
 	for _, t := range hist.Transitions {
@@ -175,7 +178,7 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		if from == "" {
 			from = "-"
 		}
-		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", humanTime(t.At), from, t.To, t.Reason)
+		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", humanTime(t.At), shown(from), shown(string(t.To)), shown(t.Reason))
 	}
 	if len(hist.Attempts) > 0 {
 		fmt.Fprintln(w, "Attempts:")
@@ -184,11 +187,12 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 			if a.ExitCode != nil {
 				code = fmt.Sprint(*a.ExitCode)
 			}
-			fmt.Fprintf(w, "  %s  fence %d  started %s  outcome %s  exit %s\n", a.ID, a.Fence, humanTime(a.StartedAt), a.Outcome, code)
+			fmt.Fprintf(w, "  %s  fence %d  started %s  outcome %s  exit %s\n", shown(a.ID), a.Fence, humanTime(a.StartedAt),
+				shown(a.Outcome), code)
 		}
 	}
 	if len(hist.Receipts) > 0 {
-		fmt.Fprintf(w, "Receipts: %d (layover show %s --json prints them)\n", len(hist.Receipts), j.ID)
+		fmt.Fprintf(w, "Receipts: %d (layover show %s --json prints them)\n", len(hist.Receipts), shown(j.ID))
 	}
 	return nil
 }

@@ -131,14 +131,14 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	for _, s := range states {
 		if s.Exhausted(now) {
 			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", providerName(s.Host),
-				humanTime(s.ResetAt), s.Principal, s.Resource, count(s.Remaining))
+				humanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
 		}
 	}
 	if len(waiters) > 0 {
 		fmt.Fprintln(env.Stdout, "\nWaiting commands:")
 		tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
 		for _, w := range waiters {
-			fmt.Fprintf(tw, "  pid %d\t%s\t%s\t%s\n", w.PID, w.Key, w.Stage, w.Command)
+			fmt.Fprintf(tw, "  pid %d\t%s\t%s\t%s\n", w.PID, shown(w.Key.String()), shown(w.Stage), shown(w.Command))
 		}
 		tw.Flush()
 	}
@@ -147,7 +147,7 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		if h.Live {
 			live = "live"
 		}
-		fmt.Fprintf(env.Stdout, "Durable host %s on %s: %s, last seen %s\n", h.ID, h.Hostname, live, h.LastSeen)
+		fmt.Fprintf(env.Stdout, "Durable host %s on %s: %s, last seen %s\n", shown(h.ID), shown(h.Hostname), live, h.LastSeen)
 	}
 	if len(out.Jobs) > 0 {
 		var parts []string
@@ -176,8 +176,8 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		} else if state == "" {
 			state = "ok"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", s.Host, s.Principal, s.Resource,
-			count(s.Remaining), count(s.Limit), reset, humanTime(s.ObservedAt), s.ObservedBy, s.Source, state)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", shown(s.Host), shown(s.Principal), shown(s.Resource),
+			count(s.Remaining), count(s.Limit), reset, humanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state)
 	}
 	return tw.Flush()
 }

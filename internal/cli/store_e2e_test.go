@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -182,17 +183,15 @@ func TestReadOnlyStoreReads(t *testing.T) {
 				"jobs":     func(r result) bool { return strings.Contains(r.stdout, "ro-job") },
 				"show":     func(r result) bool { return strings.Contains(r.stdout, "Job ro-job") },
 				"status --json": func(r result) bool {
+					type quotaRow struct {
+						InWait bool `json:"in_wait"`
+					}
 					var s struct {
-						Quota []struct {
-							InWait bool `json:"in_wait"`
-						} `json:"quota"`
-						Jobs map[string]int `json:"jobs"`
+						Quota []quotaRow     `json:"quota"`
+						Jobs  map[string]int `json:"jobs"`
 					}
 					return json.Unmarshal([]byte(r.stdout), &s) == nil &&
-						slices.ContainsFunc(s.Quota, func(q struct {
-							InWait bool `json:"in_wait"`
-						}) bool { return q.InWait }) &&
-						s.Jobs["ready"] == 1
+						slices.Contains(s.Quota, quotaRow{InWait: true}) && s.Jobs["ready"] == 1
 				},
 			}
 			for _, name := range slices.Sorted(maps.Keys(checks)) {
@@ -235,13 +234,20 @@ func readOnlyReader(t *testing.T, b *bundle, folderWrite bool) *bundle {
 		t.Cleanup(func() { os.Chmod(folder, 0o700) })
 		return b
 	}
+	asNobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	probe := exec.Command(filepath.Join(binDir, "layover"), "help")
+	probe.SysProcAttr = asNobody
+	chmod(t, 0o755, binDir)
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("cannot run a process as another user (nobody) here: %v %s", err, out)
+	}
 	// nobody must reach the binary, its working directory and the store.
 	reader := *b
 	reader.env = maps.Clone(b.env)
 	reader.dir = t.TempDir()
 	reader.env["HOME"] = reader.dir
-	reader.sysProc = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	chmod(t, 0o755, binDir, reader.dir, filepath.Dir(reader.dir), filepath.Dir(folder), filepath.Dir(filepath.Dir(folder)))
+	reader.sysProc = asNobody
+	chmod(t, 0o755, reader.dir, filepath.Dir(reader.dir), filepath.Dir(folder), filepath.Dir(filepath.Dir(folder)))
 	chmod(t, 0o444, files...)
 	chmod(t, folderMode, folder)
 	return &reader

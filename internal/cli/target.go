@@ -204,7 +204,7 @@ func resolveGitHub(ctx context.Context, env *Env, st store.Store, principalFlag 
 		return t, nil
 	}
 	if source == github.TokenFromGH {
-		if user, ok := github.GHConfigUser(env.Getenv, github.WebHost(host)); ok {
+		if user, ok := github.GHConfigUser(env.Getenv, github.WebHost(host)); ok && github.ValidLogin(user) {
 			if err := st.LearnLogin(ctx, host, t.Fingerprint, user, env.Clock.Now()); err != nil {
 				return githubTarget{}, internalErr("write store: %v", err)
 			}

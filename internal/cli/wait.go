@@ -35,7 +35,7 @@ func visibleWait(ctx context.Context, env *Env, st store.Store, spec waitSpec) (
 	}
 	defer st.RemoveWaiter(context.WithoutCancel(ctx), id)
 
-	label := fmt.Sprintf("%s (%s %s)", stage, providerName(spec.Key.Host), spec.Key.Resource)
+	label := fmt.Sprintf("%s (%s %s)", stage, providerName(spec.Key.Host), shown(spec.Key.Resource))
 	if !env.Terminal {
 		fmt.Fprintf(env.Stderr, "layover: %s\n", label)
 	}
@@ -73,7 +73,8 @@ func visibleWait(ctx context.Context, env *Env, st store.Store, spec waitSpec) (
 // providerName is how a quota's host is named to people.
 func providerName(host string) string { return providerLabel(host) }
 
-// providerLabel names a provider, or a quota host, for people.
+// providerLabel names a provider, or a quota host, for people, on one safe
+// line (shown).
 func providerLabel(hostOrProvider string) string {
 	switch hostOrProvider {
 	case "api.github.com", "github.com", "github", "":
@@ -89,5 +90,5 @@ func providerLabel(hostOrProvider string) string {
 	case "gemini-cli":
 		return "Gemini CLI"
 	}
-	return "GitHub (" + hostOrProvider + ")"
+	return "GitHub (" + shown(hostOrProvider) + ")"
 }

@@ -92,7 +92,36 @@ func (c *Client) Login(ctx context.Context) (string, error) {
 	if login == "" {
 		return "", errors.New("GET /user response has no login")
 	}
+	if !ValidLogin(login) {
+		return "", fmt.Errorf("GET /user response: a login of %d bytes is not a GitHub login (1 to %d letters, digits, '-', '_' or '.')",
+			len(login), MaxLoginLen)
+	}
 	return login, nil
+}
+
+// MaxLoginLen bounds, in bytes, a login layover accepts (from GET /user or
+// gh's configuration) and keeps as a principal. github.com's logins are at
+// most 39 characters; the bound leaves room for longer ones of GitHub
+// Enterprise Server and of Enterprise Managed Users (their "_shortcode"
+// suffix).
+const MaxLoginLen = 64
+
+// ValidLogin reports whether s can be a login layover keeps: 1 to
+// MaxLoginLen ASCII letters, digits, '-', '_' and '.'. Anything else (a
+// huge value, control characters, a '/' or ':' that would read as part of
+// a quota key or a "tok:" principal) is refused, and the token's
+// fingerprint stays its principal.
+func ValidLogin(s string) bool {
+	if s == "" || len(s) > MaxLoginLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Client) now() time.Time {
