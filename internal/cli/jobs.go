@@ -58,18 +58,21 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 	return tw.Flush()
 }
 
-// jobJSON is the show contract of docs/design.md (Output contracts); jobs --json leaves out the history.
+// jobJSON is the show contract of docs/design.md (Output contracts). The
+// history is there exactly when its pointers are set: show sets them, to
+// arrays empty or not; jobs --json leaves them nil, which leaves the three
+// keys out.
 type jobJSON struct {
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	State       job.State         `json:"state"`
-	Stage       string            `json:"stage"`
-	Ownership   any               `json:"ownership"`
-	Spec        specJSON          `json:"spec"`
-	Attempts    []job.Attempt     `json:"attempts,omitempty"`
-	Receipts    []json.RawMessage `json:"receipts,omitempty"`
-	Transitions []job.Transition  `json:"transitions,omitempty"`
-	Checkpoint  *job.Checkpoint   `json:"checkpoint"`
+	ID          string             `json:"id"`
+	Name        string             `json:"name"`
+	State       job.State          `json:"state"`
+	Stage       string             `json:"stage"`
+	Ownership   any                `json:"ownership"`
+	Spec        specJSON           `json:"spec"`
+	Attempts    *[]job.Attempt     `json:"attempts,omitempty"`
+	Receipts    *[]json.RawMessage `json:"receipts,omitempty"`
+	Transitions *[]job.Transition  `json:"transitions,omitempty"`
+	Checkpoint  *job.Checkpoint    `json:"checkpoint"`
 }
 
 type specJSON struct {
@@ -150,11 +153,11 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		return jobError(err)
 	}
 	out := toJobJSON(j)
-	out.Attempts, out.Transitions = nonNilSlice(hist.Attempts), nonNilSlice(hist.Transitions)
-	out.Receipts = []json.RawMessage{}
+	attempts, transitions, receipts := nonNilSlice(hist.Attempts), nonNilSlice(hist.Transitions), []json.RawMessage{}
 	for _, r := range hist.Receipts {
-		out.Receipts = append(out.Receipts, json.RawMessage(r.JSON))
+		receipts = append(receipts, json.RawMessage(r.JSON))
 	}
+	out.Attempts, out.Transitions, out.Receipts = &attempts, &transitions, &receipts
 	if o.JSON {
 		return writeJSON(env, out)
 	}

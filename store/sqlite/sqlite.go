@@ -66,7 +66,10 @@ func (e *PathError) Error() string { return fmt.Sprintf("store %s: %v", e.Path, 
 func (e *PathError) Unwrap() error { return e.Err }
 
 // DefaultPath is $XDG_STATE_HOME/layover/layover.db, else
-// ~/.local/state/layover/layover.db.
+// ~/.local/state/layover/layover.db. An XDG_STATE_HOME that is not absolute
+// is ignored, as the XDG Base Directory specification says; a HOME that is
+// not absolute is an error, since the store would move with the working
+// directory (each cron job its own ledger).
 func DefaultPath(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "layover", "layover.db"), nil
@@ -78,6 +81,9 @@ func DefaultPath(getenv func(string) string) (string, error) {
 			return "", fmt.Errorf("no home directory for the default store: %w", err)
 		}
 		home = h
+	}
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("no default store: HOME (%q) is not an absolute path; give one with --store or LAYOVER_STORE", home)
 	}
 	return filepath.Join(home, ".local", "state", "layover", "layover.db"), nil
 }

@@ -261,12 +261,22 @@ func TestDefaultPath(t *testing.T) {
 			"/home/u/.local/state/layover/layover.db"},
 		{"relative XDG_STATE_HOME is ignored", map[string]string{"XDG_STATE_HOME": "rel/state", "HOME": "/home/u"},
 			"/home/u/.local/state/layover/layover.db"},
+		{"XDG_STATE_HOME with a tilde is relative", map[string]string{"XDG_STATE_HOME": "~/state", "HOME": "/home/u"},
+			"/home/u/.local/state/layover/layover.db"},
+		{"relative HOME is refused", map[string]string{"HOME": "home/u"}, ""},
+		{"relative HOME behind a relative XDG_STATE_HOME", map[string]string{"XDG_STATE_HOME": "./s", "HOME": "."}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 
 			got, err := sqlite.DefaultPath(func(k string) string { return tt.env[k] })
+			if tt.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+					t.Errorf("DefaultPath = %q, %v; want an error saying HOME is not absolute", got, err)
+				}
+				return
+			}
 			if err != nil || got != tt.want {
 				t.Errorf("DefaultPath = %q, %v; want %q", got, err, tt.want)
 			}

@@ -1,0 +1,105 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/layoverhq/layover/internal/fake"
+)
+
+// keysOf is the sorted keys of one JSON object.
+func keysOf(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, raw)
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// The fields of docs/design.md's show contract.
+var (
+	jobKeys  = []string{"checkpoint", "id", "name", "ownership", "spec", "stage", "state"}
+	showKeys = []string{"attempts", "checkpoint", "id", "name", "ownership", "receipts", "spec", "stage", "state", "transitions"}
+	specKeys = []string{"argv", "check_cmd", "deadline", "env_names", "fresh_approval_required", "max_attempts",
+		"plan_cmd", "priority", "progress_timeout", "provider", "quota", "resume_cmd", "verify_cmd"}
+)
+
+// Issue 8 finding 8: show --json has every field of the contract, with
+// attempts, receipts and transitions arrays even when empty; jobs --json
+// lists the same objects without those three.
+func TestShowAndJobsJSONContract(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	if r := b.layover("submit", "--id", "c1", "--", "true"); r.code != 0 {
+		t.Fatalf("submit: exit %d %s", r.code, r.stderr)
+	}
+	r := b.layover("show", "c1", "--json")
+	if r.code != 0 {
+		t.Fatalf("show: exit %d %s", r.code, r.stderr)
+	}
+	if got := keysOf(t, json.RawMessage(r.stdout)); !slices.Equal(got, showKeys) {
+		t.Errorf("show --json keys %v, want %v", got, showKeys)
+	}
+	var shown map[string]json.RawMessage
+	json.Unmarshal([]byte(r.stdout), &shown)
+	for _, k := range []string{"attempts", "receipts"} {
+		if s := string(shown[k]); s != "[]" {
+			t.Errorf("show --json %s = %s, want [] for a job that never ran nor deferred", k, s)
+		}
+	}
+	if s := string(shown["transitions"]); !strings.HasPrefix(s, "[") || !strings.Contains(s, `"to": "ready"`) {
+		t.Errorf("show --json transitions = %s, want the submission", s)
+	}
+	if got := keysOf(t, shown["spec"]); !slices.Equal(got, specKeys) {
+		t.Errorf("show --json spec keys %v, want %v", got, specKeys)
+	}
+
+	r = b.layover("jobs", "--json")
+	var jobs []json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs --json: %v\n%s", err, r.stdout)
+	}
+	if got := keysOf(t, jobs[0]); !slices.Equal(got, jobKeys) {
+		t.Errorf("jobs --json keys %v, want %v", got, jobKeys)
+	}
+	var listed map[string]json.RawMessage
+	json.Unmarshal(jobs[0], &listed)
+	if got := keysOf(t, listed["spec"]); !slices.Equal(got, specKeys) {
+		t.Errorf("jobs --json spec keys %v, want %v", got, specKeys)
+	}
+}
+
+// Issue 8 finding 8: the default store follows the XDG Base Directory
+// specification: a relative XDG_STATE_HOME is ignored (the store goes to
+// ~/.local/state), and a relative HOME, which would make the store follow
+// the working directory, is a usage error naming it.
+func TestDefaultStorePath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	delete(b.env, "LAYOVER_STORE")
+	b.env["XDG_STATE_HOME"] = "rel/state"
+	if r := b.layover("status"); r.code != 0 {
+		t.Fatalf("status: exit %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, ".local", "state", "layover", "layover.db")); err != nil {
+		t.Errorf("the store is not under $HOME/.local/state: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "rel")); err == nil {
+		t.Errorf("a relative XDG_STATE_HOME was used (%s/rel exists)", b.dir)
+	}
+
+	b.env["HOME"] = "home"
+	r := b.layover("status")
+	if r.code != 2 || !strings.Contains(r.stderr, `HOME ("home") is not an absolute path`) {
+		t.Errorf("relative HOME: exit %d %q; want 2 naming HOME", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "home")); err == nil {
+		t.Errorf("a store was made under the working directory")
+	}
+}
