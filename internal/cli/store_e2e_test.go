@@ -261,3 +261,60 @@ func chmod(t *testing.T, mode os.FileMode, paths ...string) {
 		}
 	}
 }
+
+// Issue 8 finding 6, PostgreSQL: a role that may only SELECT runs status,
+// status --json, activity, jobs and show on a fleet's store (they wrote
+// nothing: each would fail in a read-only transaction), and a command that
+// writes fails, exit 125.
+func TestReadOnlyPostgresRoleReads(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	dsn := pgtest.Schema(t)
+	b.env["LAYOVER_STORE"] = dsn
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(time.Hour))
+	if r := b.layover("pass", "--", "true"); r.code != 0 {
+		t.Fatalf("pass: exit %d %s", r.code, r.stderr)
+	}
+	if r := b.layover("submit", "--id", "ro-job", "--", "true"); r.code != 0 {
+		t.Fatalf("submit: exit %d %s", r.code, r.stderr)
+	}
+	b.env["LAYOVER_STORE"] = pgtest.ReadOnlyRole(t, dsn)
+	for cmd, want := range map[string]string{"status": "Quota wait until", "status --json": `"in_wait": true`,
+		"activity": "skipped:", "jobs": "ro-job", "show ro-job": "Job ro-job"} {
+		if r := b.layover(strings.Fields(cmd)...); r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("%s as a role that may only read: exit %d\nstdout: %s\nstderr: %s", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := b.layover("submit", "--id", "another", "--", "true"); r.code != 125 {
+		t.Errorf("submit as a role that may only read: exit %d %q, want 125", r.code, r.stderr)
+	}
+}
+
+// A reading command on a store whose schema a read-only open cannot read
+// (here an empty file, as a first open that died leaves) upgrades it when
+// this user may write it, as any command would, and otherwise says in one
+// line what would, exit 125.
+func TestReadOnlyStoreOlderSchema(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.store = filepath.Join(t.TempDir(), "state", "layover.db")
+	b.env["LAYOVER_STORE"] = b.store
+	if err := os.MkdirAll(filepath.Dir(b.store), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.store, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader := readOnlyReader(t, b, false)
+	r := reader.layover("status")
+	if r.code != 125 || !strings.Contains(r.stderr, "older than this layover reads") ||
+		!strings.Contains(r.stderr, "who may write the store upgrades it") {
+		t.Errorf("status on an old store it may not write: exit %d %q", r.code, r.stderr)
+	}
+	checkOneLine(t, r.stderr)
+	os.Chmod(filepath.Dir(b.store), 0o700)
+	os.Chmod(b.store, 0o600)
+	if r := b.layover("status"); r.code != 0 || !strings.Contains(r.stdout, "No quota observed yet.") {
+		t.Errorf("status on an old store it may write: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

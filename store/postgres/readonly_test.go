@@ -1,46 +1,16 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/postgres/pgtest"
 	"github.com/layoverhq/layover/store/storetest"
 )
-
-// selectOnlyRole makes a login role that may only read the tables of the
-// schema dsn's search_path names, dropped when t ends, and returns dsn as
-// that role.
-func selectOnlyRole(t *testing.T, dsn string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := u.Query().Get("search_path")
-	role, pw := "layover_ro_"+pgtest.RandomHex(6), pgtest.RandomHex(12)
-	admin := pgtest.DSN(t)
-	if err := pgtest.AdminExec(t.Context(), admin, "CREATE ROLE "+role+" LOGIN PASSWORD '"+pw+"'; "+
-		"GRANT USAGE ON SCHEMA "+schema+" TO "+role+"; "+
-		"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role); err != nil {
-		t.Fatalf("create a role that may only read: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := pgtest.AdminExec(ctx, admin, "DROP OWNED BY "+role+"; DROP ROLE "+role); err != nil {
-			t.Errorf("drop role %s: %v", role, err)
-		}
-	})
-	u.User = url.UserPassword(role, pw)
-	return u.String()
-}
 
 // A read-only Store, opened by a role that may only SELECT, reads
 // everything a read-write one wrote and refuses every write; Open as that
@@ -51,7 +21,7 @@ func TestOpenReadOnly(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	var roDSN string
 	storetest.ReadOnly(t, func(t *testing.T) store.Store { return open(t, dsn) }, func(t *testing.T) store.Store {
-		roDSN = selectOnlyRole(t, dsn)
+		roDSN = pgtest.ReadOnlyRole(t, dsn)
 		s, err := postgres.OpenReadOnly(t.Context(), roDSN)
 		if err != nil {
 			t.Fatalf("OpenReadOnly as a role that may only read: %v", err)

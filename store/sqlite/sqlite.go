@@ -140,10 +140,13 @@ func checkPath(path string) error {
 // see every committed write, as a read-write Store's do. Without a readable
 // index SQLite would have to create one; instead, when the write-ahead log
 // holds nothing (no writer has written since the last close), the file is
-// read as immutable: it holds every committed write. A writer that starts
-// while such a Store reads may, rarely, make a read fail, never return a
-// torn row. With a non-empty log and no readable index the store cannot be
-// read without write access, and OpenReadOnly says so.
+// read as immutable: it holds every committed write. Every layover process
+// leaves the index in place, so this is the path of a copied store or one
+// whose index this user may not read; there, a writer that starts while the
+// Store reads and checkpoints meanwhile can make a read fail or see a mix
+// of old and new rows (never a write: the Store cannot write). With a
+// non-empty log and no readable index the store cannot be read without
+// write access, and OpenReadOnly says so.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err

@@ -109,3 +109,32 @@ func Schema(t testing.TB) string {
 	})
 	return WithParams(t, dsn, "search_path", schema)
 }
+
+// ReadOnlyRole makes a login role that may only read the tables of the
+// schema dsn's search_path names (USAGE on the schema, SELECT on its
+// tables as they are now), dropped when t ends, and returns dsn as that
+// role.
+func ReadOnlyRole(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvDSN, err)
+	}
+	schema := u.Query().Get("search_path")
+	role, pw := "layover_ro_"+RandomHex(6), RandomHex(12)
+	admin := DSN(t)
+	if err := AdminExec(t.Context(), admin, "CREATE ROLE "+role+" LOGIN PASSWORD '"+pw+"'; "+
+		"GRANT USAGE ON SCHEMA "+schema+" TO "+role+"; "+
+		"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role); err != nil {
+		t.Fatalf("create a role that may only read: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := AdminExec(ctx, admin, "DROP OWNED BY "+role+"; DROP ROLE "+role); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
+	})
+	u.User = url.UserPassword(role, pw)
+	return u.String()
+}
