@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/layoverhq/layover/host"
@@ -58,21 +59,38 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 
 // refuseCheckpointSecret is the usage error for a stage or data holding a
 // recognisable secret or one of known; it never quotes the secret. The data
-// is read as written and with its JSON escapes decoded, so "\u0067hp_…" is
-// a token too.
+// is read as written and as each string it decodes to, so "\u0067hp_…" is a
+// token too, and so is a known secret written with escapes ("p\u0026ss…").
 func refuseCheckpointSecret(stage, data string, known []string) error {
-	decoded := data
 	var v any
-	if json.Unmarshal([]byte(data), &v) == nil {
-		if b, err := json.Marshal(v); err == nil {
-			decoded = string(b)
-		}
-	}
+	_ = json.Unmarshal([]byte(data), &v)
 	switch {
 	case redact.Contains(stage, known...):
 		return usageErr("checkpoint: --stage holds what looks like a secret; nothing was stored")
-	case redact.Contains(data, known...), redact.Contains(decoded, known...):
+	case redact.Contains(data, known...) || slices.ContainsFunc(jsonStrings(v), func(s string) bool { return redact.Contains(s, known...) }):
 		return usageErr("checkpoint: --data holds what looks like a secret; nothing was stored (a resumed run reads secrets from its environment)")
+	}
+	return nil
+}
+
+// jsonStrings returns every string of a decoded JSON value, object keys
+// included.
+func jsonStrings(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, jsonStrings(e)...)
+		}
+		return out
+	case map[string]any:
+		var out []string
+		for k, e := range x {
+			out = append(append(out, k), jsonStrings(e)...)
+		}
+		return out
 	}
 	return nil
 }

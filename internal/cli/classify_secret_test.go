@@ -52,12 +52,18 @@ func checkShown(t *testing.T, what, text string, limit int) {
 
 // errorBodies wrap a message as each HTTP provider's 401 body does.
 var errorBodies = map[string]func(msg string) string{
-	"github":    func(m string) string { return `{"message":` + jsonString(m) + `,"documentation_url":"https://docs.github.com/rest"}` },
-	"anthropic": func(m string) string { return `{"type":"error","error":{"type":"authentication_error","message":` + jsonString(m) + `}}` },
+	"github": func(m string) string {
+		return `{"message":` + jsonString(m) + `,"documentation_url":"https://docs.github.com/rest"}`
+	},
+	"anthropic": func(m string) string {
+		return `{"type":"error","error":{"type":"authentication_error","message":` + jsonString(m) + `}}`
+	},
 	"openai": func(m string) string {
 		return `{"error":{"message":` + jsonString(m) + `,"type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 	},
-	"gemini": func(m string) string { return `{"error":{"code":401,"message":` + jsonString(m) + `,"status":"UNAUTHENTICATED"}}` },
+	"gemini": func(m string) string {
+		return `{"error":{"code":401,"message":` + jsonString(m) + `,"status":"UNAUTHENTICATED"}}`
+	},
 }
 
 func jsonString(s string) string {

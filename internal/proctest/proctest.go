@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,14 @@ import (
 // → the binary's name) into a new directory, with -race when race is set,
 // sets *dir to it, runs the tests, removes the directory and exits with
 // their code. Call it from TestMain.
+//
+// A fuzz worker (a process `go test -fuzz` starts, and restarts after each
+// failing input) runs one fuzz target and no test that starts a binary:
+// it builds nothing, so that fuzzing time is not spent building.
 func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
+	if fuzzWorker() {
+		os.Exit(m.Run())
+	}
 	d, err := os.MkdirTemp("", "layover-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,6 +46,17 @@ func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
 	code := m.Run()
 	os.RemoveAll(d)
 	os.Exit(code)
+}
+
+// fuzzWorker reports whether this process is a fuzz worker: the fuzzing
+// coordinator starts its workers with -test.fuzzworker.
+func fuzzWorker() bool {
+	for _, a := range os.Args[1:] {
+		if a == "-test.fuzzworker" || strings.HasPrefix(a, "-test.fuzzworker=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Alive reports whether pid is a live process: it exists and is not a
