@@ -47,7 +47,9 @@ func TestShowAndJobsJSONContract(t *testing.T) {
 		t.Errorf("show --json keys %v, want %v", got, showKeys)
 	}
 	var shown map[string]json.RawMessage
-	json.Unmarshal([]byte(r.stdout), &shown)
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{"attempts", "receipts"} {
 		if s := string(shown[k]); s != "[]" {
 			t.Errorf("show --json %s = %s, want [] for a job that never ran nor deferred", k, s)
@@ -69,7 +71,9 @@ func TestShowAndJobsJSONContract(t *testing.T) {
 		t.Errorf("jobs --json keys %v, want %v", got, jobKeys)
 	}
 	var listed map[string]json.RawMessage
-	json.Unmarshal(jobs[0], &listed)
+	if err := json.Unmarshal(jobs[0], &listed); err != nil {
+		t.Fatal(err)
+	}
 	if got := keysOf(t, listed["spec"]); !slices.Equal(got, specKeys) {
 		t.Errorf("jobs --json spec keys %v, want %v", got, specKeys)
 	}

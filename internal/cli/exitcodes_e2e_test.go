@@ -110,7 +110,9 @@ func signalWait(sig syscall.Signal) func(t *testing.T, b *bundle) result {
 		b.gh.SetQuota(testToken, "core", 0, nextSecond(time.Hour))
 		p := b.start(runArgs(nil, "gh", "api", "/repos/octo/demo")...)
 		p.waitLine(t, "Quota wait until")
-		p.cmd.Process.Signal(sig)
+		if err := p.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
 		return result{code: p.wait(t), stderr: p.stderr()}
 	}
 }
@@ -135,7 +137,9 @@ func exitCases() []exitCase {
 			drive: func(t *testing.T, b *bundle) result {
 				p := b.start("serve")
 				p.waitLine(t, "layover serve started")
-				p.cmd.Process.Signal(syscall.SIGTERM)
+				if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
 				return result{code: p.wait(t), stderr: p.stderr()}
 			}},
 
@@ -151,9 +155,7 @@ func exitCases() []exitCase {
 
 		{row: "1", name: "receipt not valid", want: 1,
 			drive: func(t *testing.T, b *bundle) result {
-				path := filepath.Join(b.dir, "r.json")
-				os.WriteFile(path, []byte(`{"version":"deferred-receipt-v1"}`), 0o600)
-				return b.layover("receipt", "validate", path)
+				return b.layover("receipt", "validate", receiptWrite(t, b, "r.json", []byte(`{"version":"deferred-receipt-v1"}`)))
 			}},
 		{row: "1", name: "unknown job", want: 1, store: true, args: []string{"show", "no-such-job"}},
 		{row: "1", name: "refused transition", want: 1, store: true,
@@ -177,9 +179,7 @@ func exitCases() []exitCase {
 		{row: "2", name: "unreadable file", want: 2, args: []string{"receipt", "validate", "/nonexistent/receipt.json"}},
 		{row: "2", name: "not an HTTP response", want: 2,
 			drive: func(t *testing.T, b *bundle) result {
-				path := filepath.Join(b.dir, "resp.txt")
-				os.WriteFile(path, []byte("hello\n"), 0o600)
-				return b.layover("classify", "--provider", "github", "--http", path)
+				return b.layover("classify", "--provider", "github", "--http", receiptWrite(t, b, "resp.txt", []byte("hello\n")))
 			}},
 		{row: "2", name: "store is a directory", want: 2, drive: withTouch("pass", "--store", "/"), check: notRun},
 		{row: "2", name: "store URL does not parse", want: 2, args: []string{"status", "--store", "postgres://u:pw@localhost:port/x"}},

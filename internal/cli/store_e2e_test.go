@@ -231,7 +231,7 @@ func readOnlyReader(t *testing.T, b *bundle, folderWrite bool) *bundle {
 	if os.Geteuid() != 0 {
 		chmod(t, 0o444, files...)
 		chmod(t, folderMode, folder)
-		t.Cleanup(func() { os.Chmod(folder, 0o700) })
+		t.Cleanup(func() { chmod(t, 0o700, folder) })
 		return b
 	}
 	asNobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -312,8 +312,8 @@ func TestReadOnlyStoreOlderSchema(t *testing.T) {
 		t.Errorf("status on an old store it may not write: exit %d %q", r.code, r.stderr)
 	}
 	checkOneLine(t, r.stderr)
-	os.Chmod(filepath.Dir(b.store), 0o700)
-	os.Chmod(b.store, 0o600)
+	chmod(t, 0o700, filepath.Dir(b.store))
+	chmod(t, 0o600, b.store)
 	if r := b.layover("status"); r.code != 0 || !strings.Contains(r.stdout, "No quota observed yet.") {
 		t.Errorf("status on an old store it may write: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}

@@ -24,7 +24,9 @@ func TestVisibleWaitLineIsTerminalSafe(t *testing.T) {
 	}()
 	<-b.clock.TimerAdded()
 	sigs <- syscall.SIGINT
-	<-done
+	if err := <-done; err != exitCode(ExitSIGINT) {
+		t.Errorf("wait ended with %v, want exit %d", err, ExitSIGINT)
+	}
 	got := b.stderr.String()
 	if strings.ContainsAny(got, "\x1b\x07\u202e") || !strings.Contains(got, "ghe.example") || !strings.Contains(got, "core") {
 		t.Errorf("wait lines %q: want the host and resource without escapes", got)
