@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -260,10 +261,27 @@ func FuzzParseRawHTTP(f *testing.F) {
 			if resp.ProtoMajor < 1 || resp.ProtoMajor > 3 {
 				t.Fatalf("proto %q", resp.Proto)
 			}
-			for k := range resp.Header {
+			for k, vs := range resp.Header {
 				if k != http.CanonicalHeaderKey(k) {
 					t.Fatalf("header key %q not canonical", k)
 				}
+				for _, v := range vs {
+					if strings.Contains(v, "\n") || v != strings.TrimSpace(v) {
+						t.Fatalf("header %s value %q", k, v)
+					}
+				}
+			}
+			// The response printed again as curl would reads back the same.
+			again := fmt.Appendf(nil, "%s %s\r\n", resp.Proto, resp.Status)
+			for k, vs := range resp.Header {
+				for _, v := range vs {
+					again = fmt.Appendf(again, "%s: %s\r\n", k, v)
+				}
+			}
+			again = append(append(again, "\r\n"...), body...)
+			resp2, body2, err := ParseRawHTTP(again)
+			if err != nil || resp2.Status != resp.Status || resp2.Proto != resp.Proto || !bytes.Equal(body2, body) || !reflect.DeepEqual(resp2.Header, resp.Header) {
+				t.Fatalf("printed again as %q, it reads as %+v, %q, %v", again, resp2, body2, err)
 			}
 		})
 	})

@@ -18,11 +18,13 @@ import (
 // sets *dir to it, runs the tests, removes the directory and exits with
 // their code. Call it from TestMain.
 //
-// A fuzz worker (a process `go test -fuzz` starts, and restarts after each
-// failing input) runs one fuzz target and no test that starts a binary:
-// it builds nothing, so that fuzzing time is not spent building.
+// A process that runs no test builds nothing, so that listing and fuzzing
+// (scripts/fuzz.sh) spend no time building: one that only lists (-list),
+// a fuzz worker (a process `go test -fuzz` starts, and restarts after each
+// failing input), and a fuzzing coordinator told to run no test
+// (-run '^$').
 func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
-	if fuzzWorker() {
+	if runsNoTest(os.Args[1:]) {
 		os.Exit(m.Run())
 	}
 	d, err := os.MkdirTemp("", "layover-test-bin-")
@@ -48,15 +50,22 @@ func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
 	os.Exit(code)
 }
 
-// fuzzWorker reports whether this process is a fuzz worker: the fuzzing
-// coordinator starts its workers with -test.fuzzworker.
-func fuzzWorker() bool {
-	for _, a := range os.Args[1:] {
-		if a == "-test.fuzzworker" || strings.HasPrefix(a, "-test.fuzzworker=") {
+// runsNoTest reports whether a test binary run with args runs no test:
+// -test.list, -test.fuzzworker, or -test.fuzz with -test.run=^$.
+func runsNoTest(args []string) bool {
+	fuzz, noRun := false, false
+	for _, a := range args {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		switch name {
+		case "test.list", "test.fuzzworker":
 			return true
+		case "test.fuzz":
+			fuzz = value != ""
+		case "test.run":
+			noRun = value == "^$"
 		}
 	}
-	return false
+	return fuzz && noRun
 }
 
 // Alive reports whether pid is a live process: it exists and is not a

@@ -3,8 +3,11 @@ package github
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,6 +264,63 @@ func FuzzGHConfigUser(f *testing.F) {
 			}
 			if !validLogin(user) || !bytes.Contains(data, []byte(user)) {
 				t.Fatalf("user %q is not a login from the input", user)
+			}
+		})
+	})
+}
+
+// apiBaseWhys are the reasons an APIBase error may give: it names what is
+// wrong and never repeats the value.
+var apiBaseWhys = []string{"it does not parse as a URL", "scheme must be http or https", "it has no host",
+	"it must not contain credentials", "it must not have a query or fragment", "bad port"}
+
+func FuzzAPIBase(f *testing.F) {
+	for _, v := range []string{"", "https://api.github.com", "https://ghes.example.com/api/v3/", "http://127.0.0.1:8080",
+		"https://user:pw@x", "https://x?y", "https://x#", "ftp://x", "https://x:0", "https://X.Example.COM:443//", "https://[::1]:99999", " https://x "} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		fuzzbound.Run(t, func() {
+			getenv := func(k string) string {
+				if k == "GITHUB_API_URL" {
+					return v
+				}
+				return ""
+			}
+			base, host, err := APIBase(getenv)
+			if err != nil {
+				msg := err.Error()
+				why, ok := strings.CutPrefix(msg, "GITHUB_API_URL is not a usable API URL (")
+				why, ok2 := strings.CutSuffix(why, "); want one like "+DefaultBaseURL)
+				if !ok || !ok2 || !slices.Contains(apiBaseWhys, why) {
+					t.Fatalf("APIBase(%q): error %q is not one of its fixed messages", v, msg)
+				}
+				if base != "" || host != "" {
+					t.Fatalf("APIBase(%q): %q, %q with an error", v, base, host)
+				}
+				return
+			}
+			u, perr := url.Parse(base)
+			if perr != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(base, "/") {
+				t.Fatalf("APIBase(%q) = %q: not a clean API root", v, base)
+			}
+			if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+				t.Fatalf("APIBase(%q) = %q: scheme %q", v, base, u.Scheme)
+			}
+			// The host keys quotas: the URL's own host, lowercase, with its
+			// port unless that is the scheme's own, and no space or control
+			// character in it.
+			want := strings.ToLower(u.Hostname())
+			if p := u.Port(); p != "" && !(strings.EqualFold(u.Scheme, "https") && p == "443") && !(strings.EqualFold(u.Scheme, "http") && p == "80") {
+				want = net.JoinHostPort(want, p)
+			}
+			if host == "" || host != want || strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+				t.Fatalf("APIBase(%q) host %q for URL host %q", v, host, u.Host)
+			}
+			// The root reads back as itself.
+			base2, host2, err := APIBase(func(string) string { return base })
+			if err != nil || base2 != base || host2 != host {
+				t.Fatalf("APIBase(%q) = %q, %q; that again gives %q, %q, %v", v, base, host, base2, host2, err)
 			}
 		})
 	})
