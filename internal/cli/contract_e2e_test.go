@@ -58,6 +58,14 @@ func TestShowAndJobsJSONContract(t *testing.T) {
 	if s := string(shown["transitions"]); !strings.HasPrefix(s, "[") || !strings.Contains(s, `"to": "ready"`) {
 		t.Errorf("show --json transitions = %s, want the submission", s)
 	}
+	// Unknowns are null: the submission comes from no state.
+	var transitions []map[string]any
+	if err := json.Unmarshal(shown["transitions"], &transitions); err != nil || len(transitions) == 0 {
+		t.Fatalf("transitions: %v %s", err, shown["transitions"])
+	}
+	if from, ok := transitions[0]["from"]; !ok || from != nil {
+		t.Errorf("the submission's from = %#v, want null", from)
+	}
 	if got := keysOf(t, shown["spec"]); !slices.Equal(got, specKeys) {
 		t.Errorf("show --json spec keys %v, want %v", got, specKeys)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/job"
@@ -69,10 +70,39 @@ type jobJSON struct {
 	Stage       string             `json:"stage"`
 	Ownership   any                `json:"ownership"`
 	Spec        specJSON           `json:"spec"`
-	Attempts    *[]job.Attempt     `json:"attempts,omitempty"`
+	Attempts    *[]attemptJSON     `json:"attempts,omitempty"`
 	Receipts    *[]json.RawMessage `json:"receipts,omitempty"`
-	Transitions *[]job.Transition  `json:"transitions,omitempty"`
+	Transitions *[]transitionJSON  `json:"transitions,omitempty"`
 	Checkpoint  *job.Checkpoint    `json:"checkpoint"`
+}
+
+// attemptJSON is one attempt of the show contract; ended_at is null while
+// the attempt runs.
+type attemptJSON struct {
+	ID        string  `json:"attempt_id"`
+	Fence     int64   `json:"fence"`
+	StartedAt any     `json:"started_at"`
+	EndedAt   any     `json:"ended_at"`
+	Outcome   any     `json:"outcome"`
+	ExitCode  *int    `json:"exit_code"`
+	WaitedS   float64 `json:"waited_s"`
+}
+
+// transitionJSON is one transition; from is null for the submission.
+type transitionJSON struct {
+	From   any       `json:"from"`
+	To     job.State `json:"to"`
+	At     any       `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// jsonTimeMS renders t as RFC 3339 UTC to the millisecond the store keeps,
+// or nil for the zero time.
+func jsonTimeMS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
 type specJSON struct {
@@ -153,7 +183,15 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		return jobError(err)
 	}
 	out := toJobJSON(j)
-	attempts, transitions, receipts := nonNilSlice(hist.Attempts), nonNilSlice(hist.Transitions), []json.RawMessage{}
+	attempts, transitions, receipts := []attemptJSON{}, []transitionJSON{}, []json.RawMessage{}
+	for _, a := range hist.Attempts {
+		attempts = append(attempts, attemptJSON{ID: a.ID, Fence: a.Fence, StartedAt: jsonTimeMS(a.StartedAt),
+			EndedAt: jsonTimeMS(a.EndedAt), Outcome: nullable(a.Outcome), ExitCode: a.ExitCode, WaitedS: a.WaitedS})
+	}
+	for _, tr := range hist.Transitions {
+		transitions = append(transitions, transitionJSON{From: nullable(string(tr.From)), To: tr.To,
+			At: jsonTimeMS(tr.At), Reason: tr.Reason})
+	}
 	for _, r := range hist.Receipts {
 		receipts = append(receipts, json.RawMessage(r.JSON))
 	}
@@ -198,13 +236,6 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(w, "Receipts: %d (layover show %s --json prints them)\n", len(hist.Receipts), shown(j.ID))
 	}
 	return nil
-}
-
-func nonNilSlice[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // parseID parses flags around exactly one positional job id.
