@@ -262,7 +262,7 @@ func FuzzGHConfigUser(f *testing.F) {
 				}
 				return
 			}
-			if !validLogin(user) || !bytes.Contains(data, []byte(user)) {
+			if !ValidLogin(user) || !bytes.Contains(data, []byte(user)) {
 				t.Fatalf("user %q is not a login from the input", user)
 			}
 		})

@@ -12,7 +12,6 @@ import (
 const (
 	maxHostsFile  = 1 << 20 // bytes read
 	maxHostsLines = 20000
-	maxLoginLen   = 100
 )
 
 // GHConfigDir returns gh's configuration directory: GH_CONFIG_DIR, else
@@ -90,7 +89,7 @@ func hostsUser(data []byte, host string) (string, bool) {
 			continue // a nested map such as users:
 		}
 		if key, val, ok := yamlKey(content); ok && key == "user" {
-			if validLogin(val) {
+			if ValidLogin(val) {
 				return val, true
 			}
 			return "", false
@@ -140,20 +139,4 @@ func yamlKey(s string) (key, value string, ok bool) {
 		rest = strings.TrimSpace(rest[:i])
 	}
 	return strings.TrimSpace(key), rest, key != ""
-}
-
-// validLogin reports whether s looks like a GitHub login: 1 to 100 ASCII
-// letters, digits, '-', '_' or '.' (GHES and managed users allow the last
-// two).
-func validLogin(s string) bool {
-	if s == "" || len(s) > maxLoginLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
