@@ -58,7 +58,8 @@ type Deferral struct {
 	ResetAt time.Time
 }
 
-// ErrNoDeclaredReset: a receipt needs a wait the provider declared.
+// ErrNoDeclaredReset is returned when a receipt is asked for without a
+// reset the provider declared: a receipt needs a declared wait.
 var ErrNoDeclaredReset = errors.New("no receipt without a reset the provider declared")
 
 // SubmitDeferred records a new job that is already deferred: its receipt

@@ -256,7 +256,9 @@ func (h *Host) Stop() {
 	h.mu.Unlock()
 	h.loops.Wait()
 	h.jobs.Wait()
-	h.st.UnregisterHost(context.Background(), h.cfg.ID)
+	if err := h.st.UnregisterHost(context.Background(), h.cfg.ID); err != nil {
+		h.cfg.Logger.Error("unregister host", "err", err)
+	}
 }
 
 // Nudge asks the scheduler to look for due work now, as after a submit.
@@ -549,14 +551,6 @@ func (h *Host) held() map[string]int64 {
 		m[id] = a.fence
 	}
 	return m
-}
-
-func keys(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // lose stops the attempt of a job whose lease (the claim with this fence)

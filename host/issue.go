@@ -11,9 +11,9 @@ import (
 	"github.com/layoverhq/layover/receipt"
 )
 
-// ErrChainEnded: a re-deferral would need a wake-up after the resume_by of
-// the chain it continues. Re-deferring never extends a chain, so the job
-// ends (cancelled) instead.
+// ErrChainEnded is returned when a re-deferral would need a wake-up after
+// the resume_by of the chain it continues. Re-deferring never extends a
+// chain, so the job ends (cancelled) instead.
 var ErrChainEnded = errors.New("the quota is still short at the end of the deferral chain's resume_by")
 
 // windowError reports whether err is a receipt window that could not be

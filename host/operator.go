@@ -44,7 +44,8 @@ func Unblock(ctx context.Context, st Store, id string, now time.Time) (job.Job, 
 		}})
 }
 
-// ErrNoLiveHost: adopt needs a durable host that is running.
+// ErrNoLiveHost is returned when adopt finds no durable host running on the
+// store.
 var ErrNoLiveHost = errors.New("no live durable host on this store (start one with layover serve)")
 
 // LiveHosts lists the hosts that heartbeated within ttl of now.

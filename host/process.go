@@ -115,7 +115,9 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	}
 	if link != nil {
 		if _, err := link.Started(); err != nil {
-			cmd.Wait()
+			// The job did not start and err says why; Wait only reaps the
+			// supervisor, whose exit status adds nothing to that.
+			_ = cmd.Wait()
 			return cannotStart(err)
 		}
 	}
@@ -124,7 +126,8 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			// The group may have exited already (ESRCH): nothing to stop.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 			grace := p.Grace
 			if grace <= 0 {
 				grace = DefaultGrace
@@ -135,14 +138,16 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 			select {
 			case <-done:
 			case <-time.After(grace):
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				// As above: the group may be gone by now.
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
 		}
 	}()
 	err := cmd.Wait()
 	close(done)
-	// Whatever the leader's fate, leave nothing of its group behind.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// Whatever the leader's fate, leave nothing of its group behind. Most
+	// often the group is empty and the kill fails with ESRCH.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	out.flush()
 	errw.flush()
 	code := exitCode(cmd.ProcessState, err)

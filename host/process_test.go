@@ -176,7 +176,9 @@ func TestProcessRunnerMasksSecrets(t *testing.T) {
 	// More than the 64 KiB tail: the kept tail starts inside the token on
 	// stdout's first line.
 	big := filepath.Join(t.TempDir(), "big")
-	os.WriteFile(big, []byte(strings.Repeat("a", 10)+hostToken+"\n"+strings.Repeat("b", 64<<10-20)+"\n"), 0o600)
+	if err := os.WriteFile(big, []byte(strings.Repeat("a", 10)+hostToken+"\n"+strings.Repeat("b", 64<<10-20)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := attempt("sh", "-c", `echo "key $DEPLOY_KEY"; printf 'token %s ghp_abcdefghijklmnopqrstuvwxyz0123456789' "$HOST_TOKEN" >&2; cat `+big+`; exit 1`)
 	r.Job.Spec.EnvNames = []string{"DEPLOY_KEY"}
 	r.Env = append(r.Env, "DEPLOY_KEY="+declared, "HOST_TOKEN="+hostToken)

@@ -85,8 +85,11 @@ func Main(args []string) int {
 	go func() {
 		// Nothing more is written on the link: a read returns only when the
 		// host's end closed, that is when the host died.
-		io.Copy(io.Discard, link)
-		syscall.Kill(0, syscall.SIGKILL)
+		// Either way the link is done, so its error tells nothing more.
+		_, _ = io.Copy(io.Discard, link)
+		// SIGKILL to its own group: this process dies with it, so there is
+		// no one left to handle a failure.
+		_ = syscall.Kill(0, syscall.SIGKILL)
 	}()
 	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
