@@ -18,7 +18,9 @@ func TestRunClaudeCodeWaitsAndResumesSession(t *testing.T) {
 	b := setup(t, fake.GitHubConfig{})
 	script := filepath.Join(b.dir, "agent-script")
 	reset := time.Now().Add(2 * time.Second).Unix()
-	os.WriteFile(script, []byte(fmt.Sprintf("limit %d\nok\n", reset)), 0o600)
+	if err := os.WriteFile(script, []byte(fmt.Sprintf("limit %d\nok\n", reset)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	b.env["FAKE_AGENT_SCRIPT"] = script
 	b.env["FAKE_AGENT_LOG"] = filepath.Join(b.dir, "agent.log")
 	b.env["FAKE_AGENT_SESSION"] = "sess-1234"

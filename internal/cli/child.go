@@ -83,10 +83,13 @@ func startChild(ctx context.Context, env *Env, argv []string, capture bool) (chi
 				// On a terminal, ^C already reached the child through its
 				// process group; a second SIGINT would force-quit it.
 				if sig != syscall.SIGINT || !env.Terminal {
-					cmd.Process.Signal(sig)
+					// The child may have exited already (os.ErrProcessDone):
+					// then there is nothing to forward to.
+					_ = cmd.Process.Signal(sig)
 				}
 			case <-ctx.Done():
-				cmd.Process.Signal(syscall.SIGTERM)
+				// As above: a child that has exited needs no stopping.
+				_ = cmd.Process.Signal(syscall.SIGTERM)
 				return
 			}
 		}

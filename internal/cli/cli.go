@@ -112,11 +112,13 @@ Commands:
 `
 
 func usage(w io.Writer) {
-	io.WriteString(w, usageHead)
+	// Writing the usage to stdout or stderr: when that fails there is
+	// nowhere left to say so (as with fmt.Fprintf below).
+	_, _ = io.WriteString(w, usageHead)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	io.WriteString(w, "\nRun 'layover <command> -h' for a command's flags.\n")
+	_, _ = io.WriteString(w, "\nRun 'layover <command> -h' for a command's flags.\n")
 }
 
 // Main runs layover with args (without the program name) and returns the

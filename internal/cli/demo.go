@@ -157,8 +157,8 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 	d.say("$ %s", strings.Join(argv, " "))
 	c := d.command(ctx, argv)
 	c.Stdout, c.Stderr = io.MultiWriter(d.out, out), d.env.Stderr
-	c.Run()
-	d.say("   (exit %d: deferred; the last stdout line is the receipt)", exitStatus(c.ProcessState, nil))
+	err := c.Run()
+	d.say("   (exit %d: deferred; the last stdout line is the receipt)", exitStatus(c.ProcessState, err))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	receiptFile := filepath.Join(d.dir, "receipt.json")
 	if err := os.WriteFile(receiptFile, []byte(lines[len(lines)-1]), 0o600); err != nil {
@@ -168,7 +168,11 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 	d.cmd(ctx, "layover", "jobs")
 
 	d.say("\n10. After the reset the host wakes the job and runs it as a fresh process:")
-	ids := d.jobs(ctx)
+	ids, err := d.jobs(ctx)
+	if err != nil {
+		serve.stop()
+		return internalErr("demo: layover jobs --json: %v", err)
+	}
 	if len(ids) == 0 {
 		serve.stop()
 		return internalErr("demo: the command was not deferred")
@@ -183,23 +187,25 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 }
 
 // jobs lists the ids of the demo store's jobs.
-func (d *demo) jobs(ctx context.Context) []string {
+func (d *demo) jobs(ctx context.Context) ([]string, error) {
 	var out []struct {
 		ID string `json:"id"`
 	}
-	json.Unmarshal(d.quiet(ctx, "layover", "jobs", "--json").Bytes(), &out)
+	if err := json.Unmarshal(d.quiet(ctx, "layover", "jobs", "--json").Bytes(), &out); err != nil {
+		return nil, err
+	}
 	ids := make([]string, len(out))
 	for i, j := range out {
 		ids[i] = j.ID
 	}
-	return ids
+	return ids, nil
 }
 
 // quietCode runs argv with its output hidden and returns its exit code.
 func (d *demo) quietCode(ctx context.Context, argv ...string) int {
 	c := d.command(ctx, argv)
-	c.Run()
-	return exitStatus(c.ProcessState, nil)
+	err := c.Run()
+	return exitStatus(c.ProcessState, err)
 }
 
 // demoEnviron is environ with the demo's variables set and any inherited
@@ -245,9 +251,9 @@ func (d *demo) cmd(ctx context.Context, argv ...string) int {
 	c := d.command(ctx, argv)
 	out := &lineEnd{w: d.out}
 	c.Stdout, c.Stderr = out, d.env.Stderr
-	c.Run()
+	err := c.Run()
 	out.end()
-	return exitStatus(c.ProcessState, nil)
+	return exitStatus(c.ProcessState, err)
 }
 
 // quiet runs argv and returns its stdout.
@@ -255,7 +261,9 @@ func (d *demo) quiet(ctx context.Context, argv ...string) *bytes.Buffer {
 	var b bytes.Buffer
 	c := d.command(ctx, argv)
 	c.Stdout = &b
-	c.Run()
+	// The callers judge by the output: a command that failed shows as
+	// output without what they look for.
+	_ = c.Run()
 	return &b
 }
 
@@ -277,14 +285,22 @@ func (d *demo) start(ctx context.Context, prefix string, argv ...string) *backgr
 		close(b.done)
 		return b
 	}
-	go func() { c.Wait(); pout.flush(); perr.flush(); close(b.done) }()
+	go func() {
+		// wait reads the exit status from c.ProcessState.
+		_ = c.Wait()
+		pout.flush()
+		perr.flush()
+		close(b.done)
+	}()
 	return b
 }
 
 // stop ends a background command with SIGTERM and waits for it.
 func (b *background) stop() int {
 	if b.c.Process != nil {
-		b.c.Process.Signal(syscall.SIGTERM)
+		// The command may have exited already (os.ErrProcessDone); wait
+		// reports how it ended either way.
+		_ = b.c.Process.Signal(syscall.SIGTERM)
 	}
 	return b.wait()
 }
@@ -337,7 +353,9 @@ func (l *lineEnd) Write(p []byte) (int, error) {
 
 func (l *lineEnd) end() {
 	if l.last != 0 && l.last != '\n' {
-		l.w.Write([]byte{'\n'})
+		// The demo's own output: when writing it fails there is nowhere
+		// left to say so.
+		_, _ = l.w.Write([]byte{'\n'})
 	}
 }
 

@@ -35,7 +35,8 @@ var errHelp = exitCode(ExitOK)
 func (fs *flagSet) parse(env *Env, args []string) error {
 	fs.positional = nil
 	for {
-		err := fs.FlagSet.Parse(args)
+		// flag.FlagSet's Parse, not this method.
+		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(env.Stdout, "Usage: layover %s\n\nFlags:\n", fs.synopsis)
 			fs.SetOutput(env.Stdout)

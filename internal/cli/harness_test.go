@@ -152,12 +152,17 @@ func (b *bundle) start(args ...string) *proc {
 			p.mu.Unlock()
 			p.seen <- sc.Text()
 		}
-		io.Copy(io.Discard, pipe)
-		cmd.Wait()
+		// Drain what follows a line too long to scan, so the process never
+		// blocks on a full pipe; that text is thrown away, and so is any
+		// error reading it.
+		_, _ = io.Copy(io.Discard, pipe)
+		// wait reads the exit status from cmd.ProcessState.
+		_ = cmd.Wait()
 		close(p.done)
 	}()
 	b.t.Cleanup(func() {
-		cmd.Process.Kill()
+		// Most often the process has exited already (os.ErrProcessDone).
+		_ = cmd.Process.Kill()
 		<-p.done
 	})
 	return p

@@ -153,7 +153,9 @@ func TestRunDefersWithReceipt(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	last := lines[len(lines)-1]
 	file := filepath.Join(b.dir, "receipt.json")
-	os.WriteFile(file, []byte(last), 0o600)
+	if err := os.WriteFile(file, []byte(last), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	v := b.layover("receipt", "validate", file)
 	if v.code != 0 || !strings.Contains(v.stdout, "rest-reserve") || !strings.Contains(v.stdout, "handoff") {
 		t.Fatalf("receipt validate: %d %q %q\nreceipt: %s", v.code, v.stdout, v.stderr, last)
@@ -225,7 +227,9 @@ func TestServeResumesSubmittedDeferral(t *testing.T) {
 		t.Fatalf("status: %s", st.stdout)
 	}
 
-	serve.cmd.Process.Signal(syscall.SIGTERM)
+	if err := serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	if code := serve.wait(t); code != 0 {
 		t.Fatalf("serve exit %d after SIGTERM", code)
 	}

@@ -39,7 +39,8 @@ func runReceipt(ctx context.Context, env *Env, args []string) error {
 	opts := ReceiptOptions{Action: args[0]}
 	switch opts.Action {
 	case "-h", "-help", "--help", "help":
-		io.WriteString(env.Stdout, receiptUsage)
+		// Output to stdout: when that fails there is nowhere left to say so.
+		_, _ = io.WriteString(env.Stdout, receiptUsage)
 		return nil
 	case "validate":
 	case "show":
@@ -92,7 +93,8 @@ func (o *ReceiptOptions) run(env *Env) error {
 		fmt.Fprintf(env.Stdout, "valid %s\n", st)
 		return nil
 	}
-	io.WriteString(env.Stdout, showReceipt(st))
+	// As above: a failed write to stdout has nowhere to be reported.
+	_, _ = io.WriteString(env.Stdout, showReceipt(st))
 	return nil
 }
 

@@ -204,9 +204,13 @@ func TestReceiptShowText(t *testing.T) {
 	issue := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	dir := t.TempDir()
 	retained := filepath.Join(dir, "retained.json")
-	os.WriteFile(retained, receiptAt(t, issue, receipt.RESTReserve, true), 0o600)
+	if err := os.WriteFile(retained, receiptAt(t, issue, receipt.RESTReserve, true), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	handoff := filepath.Join(dir, "handoff.json")
-	os.WriteFile(handoff, receiptAt(t, issue, receipt.ProviderQuota, false), 0o600)
+	if err := os.WriteFile(handoff, receiptAt(t, issue, receipt.ProviderQuota, false), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run := func(now time.Time, args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		env := &cli.Env{Stdout: &out, Stderr: &errb, Clock: clock.NewFake(now)}

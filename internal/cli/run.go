@@ -222,8 +222,10 @@ func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what 
 }
 
 func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, what string) error {
-	r.st.AppendActivity(ctx, store.Activity{At: r.env.Clock.Now(), Kind: "wait",
-		Line: fmt.Sprintf("run: %s until %s (%s): %s", what, humanTime(until), key.Resource, r.commandLine)})
+	if err := r.st.AppendActivity(ctx, store.Activity{At: r.env.Clock.Now(), Kind: "wait",
+		Line: fmt.Sprintf("run: %s until %s (%s): %s", what, humanTime(until), key.Resource, r.commandLine)}); err != nil {
+		return internalErr("write store: %v", err)
+	}
 	planned := until.Sub(r.env.Clock.Now())
 	d, err := visibleWait(ctx, r.env, r.st, waitSpec{Key: key, Until: until, What: what, Command: r.commandLine})
 	r.budget.Refund(planned - d)

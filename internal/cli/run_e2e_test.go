@@ -196,7 +196,9 @@ func TestRunWaitIsVisibleAndInterruptible(t *testing.T) {
 				t.Errorf("status text:\n%s", text.stdout)
 			}
 
-			p.cmd.Process.Signal(sig)
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
 			if code := p.wait(t); code != want {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, want, p.stderr())
 			}

@@ -198,7 +198,9 @@ func (w *secretWorld) scenarios(t *testing.T) {
 	if r := w.layover("status", "--json"); !strings.Contains(r.stdout, `"command": "sh -c gh api /repos/octo/demo sh [redacted]`) {
 		t.Errorf("status --json does not list the waiting run with its command masked:\n%s", r.stdout)
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	if code := p.wait(t); code != 143 {
 		t.Fatalf("run: exit %d after SIGTERM; stderr:\n%s", code, p.stderr())
 	}
@@ -279,7 +281,9 @@ func (w *secretWorld) scenarios(t *testing.T) {
 	if fails := w.awaitJob("fails", "failed"); !strings.Contains(fails.Transitions[len(fails.Transitions)-1].Reason, "internal error for [redacted] [redacted]") {
 		t.Errorf("fails' last transition %+v: want the quoted message masked", fails.Transitions[len(fails.Transitions)-1])
 	}
-	serve.cmd.Process.Signal(syscall.SIGTERM)
+	if err := serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	if code := serve.wait(t); code != 0 {
 		t.Errorf("serve: exit %d after SIGTERM", code)
 	}
@@ -385,13 +389,15 @@ func (w *secretWorld) scan(t *testing.T, pg bool) {
 	}
 	// Every file under the test's directory: the store's files (freed
 	// pages and the WAL included), the checkpoint files, HOME.
-	filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
+	if err := filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			data, _ := os.ReadFile(path)
 			texts = append(texts, captured{"file " + strings.TrimPrefix(path, w.dir), string(data)})
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// A secret cut short (a quoted message, a cut tail) is a leak too: a
 	// hit is any fragment of a secret, or a whole one shorter than that.
 	pieces := map[string]int{}

@@ -78,7 +78,9 @@ func TestClassifyHTTPFile(t *testing.T) {
 		"x-ratelimit-resource: core\r\ndate: Sun, 30 Nov 2025 10:00:00 GMT\r\ncontent-type: application/json\r\n\r\n" +
 		`{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`
 	file := filepath.Join(b.dir, "resp.txt")
-	os.WriteFile(file, []byte(raw), 0o600)
+	if err := os.WriteFile(file, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := b.layover("classify", "--provider", "github", "--http", file)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -88,7 +90,9 @@ func TestClassifyHTTPFile(t *testing.T) {
 			t.Errorf("classify output %s lacks %s", r.stdout, want)
 		}
 	}
-	os.WriteFile(file, []byte("hello world\n"), 0o600)
+	if err := os.WriteFile(file, []byte("hello world\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if r := b.layover("classify", "--provider", "github", "--http", file); r.code != 2 {
 		t.Errorf("not an HTTP response: exit %d", r.code)
 	}
@@ -99,7 +103,9 @@ func TestClassifyCommandOutput(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
 	file := filepath.Join(b.dir, "stderr.txt")
-	os.WriteFile(file, []byte("gh: You have exceeded a secondary rate limit. Please wait a few minutes before you try again. (HTTP 403)\n"), 0o600)
+	if err := os.WriteFile(file, []byte("gh: You have exceeded a secondary rate limit. Please wait a few minutes before you try again. (HTTP 403)\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := b.layover("classify", "--provider", "github", "--exit", "1", "--stderr", file)
 	if r.code != 0 || !strings.Contains(r.stdout, `"class":"secondary"`) {
 		t.Fatalf("exit %d out %s err %s", r.code, r.stdout, r.stderr)

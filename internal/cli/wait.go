@@ -33,7 +33,13 @@ func visibleWait(ctx context.Context, env *Env, st store.Store, spec waitSpec) (
 	if err != nil {
 		return 0, internalErr("write store: %v", err)
 	}
-	defer st.RemoveWaiter(context.WithoutCancel(ctx), id)
+	defer func() {
+		// The wait is over either way; a row left behind would list it in
+		// status while the command runs on, so say so.
+		if err := st.RemoveWaiter(context.WithoutCancel(ctx), id); err != nil {
+			fmt.Fprintf(env.Stderr, "layover: remove the wait from the store: %v\n", err)
+		}
+	}()
 
 	label := fmt.Sprintf("%s (%s %s)", stage, providerName(spec.Key.Host), shown(spec.Key.Resource))
 	if !env.Terminal {
