@@ -499,7 +499,10 @@ func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Cha
 // rollback ends the transaction c is in, if any.
 func rollback(ctx context.Context, c *pgxpool.Conn) {
 	if c.Conn().PgConn().TxStatus() != 'I' {
-		c.Exec(ctx, "ROLLBACK")
+		// Best effort: the caller returns the error that got here. Should
+		// the ROLLBACK fail, the connection is still in a transaction and
+		// Release closes it rather than reuse it.
+		_, _ = c.Exec(ctx, "ROLLBACK")
 	}
 }
 

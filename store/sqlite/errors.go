@@ -8,8 +8,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// ErrBusy: another connection held the write lock for longer than the busy
-// timeout. The write did not happen; it may be tried again.
+// ErrBusy is returned when another connection held the write lock for longer
+// than the busy timeout. The write did not happen; it may be tried again.
 var ErrBusy = errors.New("store busy: another writer held it past the busy timeout")
 
 // interpretError translates a driver error into this package's and store's

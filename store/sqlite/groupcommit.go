@@ -157,26 +157,30 @@ func runPieces(s *Store, pieces []*piece) {
 	// file by default: a write syscall per page. Keep it in memory. (A
 	// no-op once set on the connection; should it fail, the batch is only
 	// slower.)
-	b.exec("PRAGMA temp_store = MEMORY")
+	_ = b.exec("PRAGMA temp_store = MEMORY")
 	for _, p := range pieces {
 		if err := b.exec("SAVEPOINT piece"); err != nil {
-			tx.Rollback()
+			// Best effort: the batch fails with err either way; the
+			// rollback only ends the transaction.
+			_ = tx.Rollback()
 			fail(err)
 			return
 		}
-		p.err, p.panicked = p.call(b)
+		p.panicked, p.err = p.call(b)
 		if p.err != nil || p.panicked != nil {
 			// An error that rolled the whole transaction back (I/O, full
 			// disk) makes this fail too: then nothing of the batch
 			// committed.
 			if err := b.exec("ROLLBACK TO piece"); err != nil {
-				tx.Rollback()
+				// As above: err is what the batch fails with.
+				_ = tx.Rollback()
 				fail(fmt.Errorf("batch rolled back: %w", err))
 				return
 			}
 		}
 		if err := b.exec("RELEASE piece"); err != nil {
-			tx.Rollback()
+			// As above: err is what the batch fails with.
+			_ = tx.Rollback()
 			fail(fmt.Errorf("batch rolled back: %w", err))
 			return
 		}
@@ -188,13 +192,13 @@ func runPieces(s *Store, pieces []*piece) {
 
 // call runs the piece, turning a panic (a Mutate bug, say) into a value its
 // own caller re-panics with, so one bad piece cannot take the writer down.
-func (p *piece) call(b *batch) (err error, panicked any) {
+func (p *piece) call(b *batch) (panicked any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = r
 		}
 	}()
-	return p.fn(b), nil
+	return nil, p.fn(b)
 }
 
 // batch is the transaction of one group commit. Its statements are the

@@ -332,7 +332,9 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 	if err != nil {
 		return job.History{}, err
 	}
-	defer tx.Rollback()
+	// A read-only transaction: ending it keeps or loses nothing, so its
+	// error does not matter.
+	defer func() { _ = tx.Rollback() }()
 	// The Store's statements, bound to tx (which closes the bindings).
 	query := func(q string) (*sql.Rows, error) {
 		st, err := s.txStmt(ctx, tx, q)

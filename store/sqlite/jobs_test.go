@@ -100,7 +100,9 @@ func TestGroupCommit(t *testing.T) {
 					t.Errorf("recovered %v, want the Mutate panic", r)
 				}
 			}()
-			s.ApplyJob(ctx, "j1", 0, job.Change{Now: base, Mutate: func(j *job.Job) {
+			// Mutate panics, so ApplyJob does not return (the t.Error below
+			// says so if it does).
+			_, _ = s.ApplyJob(ctx, "j1", 0, job.Change{Now: base, Mutate: func(j *job.Job) {
 				j.Stage = "half-written"
 				panic("mutate bug")
 			}})
@@ -313,8 +315,10 @@ func TestClaimAcrossProcesses(t *testing.T) {
 			t.Fatalf("claimer %d did not get ready: %q, %v\n%s", i, line, err, h.errOut.String())
 		}
 	}
-	for _, h := range hs {
-		io.WriteString(h.stdin, "go\n")
+	for i, h := range hs {
+		if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+			t.Fatalf("release claimer %d: %v", i, err)
+		}
 		h.stdin.Close()
 	}
 

@@ -458,7 +458,9 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	if err := fn(tx); err != nil {
-		tx.Rollback()
+		// Best effort: fn's error is the one to return; the rollback only
+		// ends the transaction.
+		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()

@@ -437,12 +437,16 @@ func runHelpers(t *testing.T, mode, dir, path string, n int) {
 		}
 	}
 	// Release them all at once, then wait for each.
-	for _, h := range hs {
-		io.WriteString(h.stdin, "go\n")
+	for i, h := range hs {
+		if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+			failed = append(failed, fmt.Sprintf("helper %d: release: %v", i, err))
+		}
 		h.stdin.Close()
 	}
 	for i, h := range hs {
-		io.Copy(&h.out, h.stdout)
+		if _, err := io.Copy(&h.out, h.stdout); err != nil {
+			failed = append(failed, fmt.Sprintf("helper %d: read its output: %v", i, err))
+		}
 		if err := h.cmd.Wait(); err != nil {
 			failed = append(failed, fmt.Sprintf("helper %d: %v\n%s%s", i, err, h.out.String(), h.errOut.String()))
 		}

@@ -153,7 +153,7 @@ func checkStates(t *testing.T, what string, got, want []quota.State) {
 func stateKeys(states []quota.State) []string {
 	var ks []string
 	for _, s := range states {
-		ks = append(ks, s.Key.String())
+		ks = append(ks, s.String())
 	}
 	return ks
 }
