@@ -14,7 +14,7 @@ import (
 // MaxNameBytes bounds a job's name, in bytes.
 const MaxNameBytes = 200
 
-// ErrSecret: a spec would make the store keep a secret.
+// ErrSecret is returned when a spec would make the store keep a secret.
 var ErrSecret = errors.New("holds what looks like a secret")
 
 var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })

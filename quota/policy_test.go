@@ -442,7 +442,9 @@ func TestWaitArithmeticSaturates(t *testing.T) {
 	}
 	b := quota.Budget{Max: 2 * time.Hour}
 	for _, d := range []time.Duration{time.Hour, huge, huge - time.Hour, time.Hour, 1} {
-		b.Take(d)
+		// Some of these takes pass the cap and are refused; what is checked
+		// is that Spent stays within [0, Max] whatever the outcome.
+		_ = b.Take(d)
 		if b.Spent < 0 || b.Spent > b.Max {
 			t.Fatalf("budget spent %v after taking %v (cap %v)", b.Spent, d, b.Max)
 		}

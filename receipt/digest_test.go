@@ -97,8 +97,12 @@ func TestDigestsKeepArguments(t *testing.T) {
 	t.Parallel()
 	keys := []string{"z/b", "a/c"}
 	env := []string{"Z", "A"}
-	ScopeDigest("n", "/", keys)
-	RequestDigest([]string{"x"}, env, "")
+	if _, err := ScopeDigest("n", "/", keys); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RequestDigest([]string{"x"}, env, ""); err != nil {
+		t.Fatal(err)
+	}
 	if keys[0] != "z/b" || env[0] != "Z" {
 		t.Errorf("arguments sorted in place: %v %v", keys, env)
 	}

@@ -124,10 +124,14 @@ func fieldErr(field, format string, a ...any) *FieldError {
 	return &FieldError{Field: field, Problem: fmt.Sprintf(format, a...)}
 }
 
-// IssuedAt, ResumeAfter and ResumeBy are the receipt's times in UTC.
-func (r *Receipt) IssuedAt() time.Time    { return time.UnixMilli(r.IssuedAtMs).UTC() }
+// IssuedAt returns IssuedAtMs (Unix milliseconds) as a time in UTC.
+func (r *Receipt) IssuedAt() time.Time { return time.UnixMilli(r.IssuedAtMs).UTC() }
+
+// ResumeAfter returns ResumeAfterMs (Unix milliseconds) as a time in UTC.
 func (r *Receipt) ResumeAfter() time.Time { return time.UnixMilli(r.ResumeAfterMs).UTC() }
-func (r *Receipt) ResumeBy() time.Time    { return time.UnixMilli(r.ResumeByMs).UTC() }
+
+// ResumeBy returns ResumeByMs (Unix milliseconds) as a time in UTC.
+func (r *Receipt) ResumeBy() time.Time { return time.UnixMilli(r.ResumeByMs).UTC() }
 
 // IsRetained reports whether a live durable host holds the wake-up.
 func (r *Receipt) IsRetained() bool { return r.Ownership.Disposition == Retained }

@@ -1100,7 +1100,7 @@ func jqPaths(w io.Writer, body []byte, expr string) error {
 					}
 				case nil:
 				default:
-					return fmt.Errorf("Cannot iterate over %s", jqType(v))
+					return fmt.Errorf("Cannot iterate over %s", jqType(v)) //nolint:staticcheck // jq's own message
 				}
 			case st.key != "":
 				switch x := v.(type) {
@@ -1109,7 +1109,7 @@ func jqPaths(w io.Writer, body []byte, expr string) error {
 				case nil:
 					next = append(next, nil)
 				default:
-					return fmt.Errorf("Cannot index %s with %q", jqType(v), st.key)
+					return fmt.Errorf("Cannot index %s with %q", jqType(v), st.key) //nolint:staticcheck // jq's own message
 				}
 			default:
 				switch x := v.(type) {
@@ -1126,7 +1126,7 @@ func jqPaths(w io.Writer, body []byte, expr string) error {
 				case nil:
 					next = append(next, nil)
 				default:
-					return fmt.Errorf("Cannot index %s with number", jqType(v))
+					return fmt.Errorf("Cannot index %s with number", jqType(v)) //nolint:staticcheck // jq's own message
 				}
 			}
 		}
