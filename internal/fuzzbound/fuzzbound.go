@@ -1,8 +1,10 @@
 // Package fuzzbound fails a fuzz input that takes too long: issue 8 asks
 // that no input of a parser of outside input take longer than 100 ms, since
 // a slow input (a quadratic path, a runaway loop) is an input that hangs
-// layover. It is for fuzz targets only and is imported from _test.go files
-// alone.
+// layover. It is for fuzz targets only: it is imported from _test.go files
+// and from the test-support packages that hold shared fuzz targets
+// (provider/internal/providertest, store/storetest), never by a program.
+// TestEveryFuzzTargetIsBounded checks that every fuzz target calls Run.
 package fuzzbound
 
 import (
