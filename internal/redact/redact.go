@@ -26,9 +26,26 @@ const Mask = "[redacted]"
 const MinKnown = 8
 
 // rule masks what re matches; repl keeps the non-secret groups around it.
+// hints are lowercase words of which every match holds at least one: a text
+// whose lowercase form holds none cannot match, and the regular expression,
+// the costly part, is not run on it.
 type rule struct {
-	re   *regexp.Regexp
-	repl string
+	hints []string
+	re    *regexp.Regexp
+	repl  string
+}
+
+// contextHints are what every match of contextNames holds.
+var contextHints = []string{"token", "secret", "passw", "key"}
+
+// applies reports whether r can match a text whose lowercase form is lower.
+func (r rule) applies(lower string) bool {
+	for _, h := range r.hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // contextNames are the names after which a value is a secret, as the tail of
@@ -42,24 +59,24 @@ var rules = sync.OnceValue(func() []rule {
 	return []rule{
 		// GitHub: classic and fine-grained personal, OAuth, user-to-server,
 		// server-to-server and refresh tokens.
-		{regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mask},
+		{[]string{"gh"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mask},
 		// OpenAI and Anthropic API keys; Google (Gemini) API keys.
-		{regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Mask},
-		{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), Mask},
+		{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Mask},
+		{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), Mask},
 		// Authorization header values.
-		{regexp.MustCompile(`(?i)\b(authorization:\s*(?:bearer|token|basic)\s+)[^\s'"\[$][^\s'"]*`), "${1}" + Mask},
+		{[]string{"authorization"}, regexp.MustCompile(`(?i)\b(authorization:\s*(?:bearer|token|basic)\s+)[^\s'"\[$][^\s'"]*`), "${1}" + Mask},
 		// A long value after the word bearer, token, password or secret.
-		{regexp.MustCompile(`(?i)\b((?:bearer|token|password|passwd|secret)\s+)[A-Za-z0-9_\.=][A-Za-z0-9_\-\.=]{15,}`), "${1}" + Mask},
+		{[]string{"bearer", "token", "passw", "secret"}, regexp.MustCompile(`(?i)\b((?:bearer|token|password|passwd|secret)\s+)[A-Za-z0-9_\.=][A-Za-z0-9_\-\.=]{15,}`), "${1}" + Mask},
 		// NAME=value where the name ends in a context name (GH_TOKEN=,
 		// --token=, password=, ?access_token=): 8 bytes or more.
-		{regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_])(?:--?)?` + contextNames + `["']?=["']?)[^\s"'$\[\]&;|<>(){}*]{8,}`), "${1}" + Mask},
+		{contextHints, regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_])(?:--?)?` + contextNames + `["']?=["']?)[^\s"'$\[\]&;|<>(){}*]{8,}`), "${1}" + Mask},
 		// name: value (x-access-token:, "token": "…", password: …): a
 		// token-like value of 16 bytes or more.
-		{regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_])` + contextNames + `["']?\s*:\s*["']?)[A-Za-z0-9_\.+/~][A-Za-z0-9_\-\.=+/~]{15,}`), "${1}" + Mask},
+		{contextHints, regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_])` + contextNames + `["']?\s*:\s*["']?)[A-Za-z0-9_\.+/~][A-Za-z0-9_\-\.=+/~]{15,}`), "${1}" + Mask},
 		// Passwords in URLs, and a token as a URL's whole user part
 		// (https://TOKEN@github.com/…).
-		{regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/\[$][^@\s/]*@`), "${1}" + Mask + "@"},
-		{regexp.MustCompile(`(://)[A-Za-z0-9_\-]{20,}@`), "${1}" + Mask + "@"},
+		{[]string{"://"}, regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/\[$][^@\s/]*@`), "${1}" + Mask + "@"},
+		{[]string{"://"}, regexp.MustCompile(`(://)[A-Za-z0-9_\-]{20,}@`), "${1}" + Mask + "@"},
 	}
 })
 
@@ -70,8 +87,12 @@ func String(s string, known ...string) string {
 	for _, k := range byLength(known) {
 		s = strings.ReplaceAll(s, k, Mask)
 	}
+	lower := strings.ToLower(s)
 	for _, r := range rules() {
-		s = r.re.ReplaceAllString(s, r.repl)
+		if r.applies(lower) {
+			s = r.re.ReplaceAllString(s, r.repl)
+			lower = strings.ToLower(s)
+		}
 	}
 	return s
 }
@@ -84,8 +105,9 @@ func Contains(s string, known ...string) bool {
 			return true
 		}
 	}
+	lower := strings.ToLower(s)
 	for _, r := range rules() {
-		if r.re.MatchString(s) {
+		if r.applies(lower) && r.re.MatchString(s) {
 			return true
 		}
 	}
