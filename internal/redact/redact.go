@@ -59,7 +59,7 @@ var rules = sync.OnceValue(func() []rule {
 	return []rule{
 		// GitHub: classic and fine-grained personal, OAuth, user-to-server,
 		// server-to-server and refresh tokens.
-		{[]string{"gh"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mask},
+		{[]string{"gh", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), Mask},
 		// OpenAI and Anthropic API keys; Google (Gemini) API keys.
 		{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Mask},
 		{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), Mask},
@@ -84,15 +84,23 @@ var rules = sync.OnceValue(func() []rule {
 // every recognisable secret masked. Known values are masked longest first,
 // so one that holds another is masked whole.
 func String(s string, known ...string) string {
-	for _, k := range byLength(known) {
-		s = strings.ReplaceAll(s, k, Mask)
-	}
+	s = Known(s, known...)
 	lower := strings.ToLower(s)
 	for _, r := range rules() {
 		if r.applies(lower) {
 			s = r.re.ReplaceAllString(s, r.repl)
 			lower = strings.ToLower(s)
 		}
+	}
+	return s
+}
+
+// Known returns s with each known value (of MinKnown bytes or more) masked,
+// longest first, and nothing else changed: for a large input that is read
+// further, where String's rules would cost more than the input is worth.
+func Known(s string, known ...string) string {
+	for _, k := range byLength(known) {
+		s = strings.ReplaceAll(s, k, Mask)
 	}
 	return s
 }

@@ -120,6 +120,11 @@ func FuzzString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in, known string) {
 		var out string
 		fuzzbound.Run(t, func() { out = String(in, known) })
+		// The hints only skip rules that cannot match: every rule run on
+		// every text masks the same.
+		if all := stringAllRules(in, known); out != all {
+			t.Fatalf("String(%q) = %q, but every rule applied gives %q: a rule's hints miss a match", in, out, all)
+		}
 		// Masking only inserts Mask, so a known secret that shares no byte
 		// with Mask can never be glued together again.
 		if len(known) >= 8 && !strings.ContainsAny(known, Mask) && strings.Contains(out, known) {
@@ -146,5 +151,31 @@ func BenchmarkString(b *testing.B) {
 				_ = String(in, "known-secret-value")
 			}
 		})
+	}
+}
+
+// stringAllRules is String without the hints: every rule runs.
+func stringAllRules(s string, known ...string) string {
+	s = Known(s, known...)
+	for _, r := range rules() {
+		s = r.re.ReplaceAllString(s, r.repl)
+	}
+	return s
+}
+
+// Every rule's sample secret is masked by String as it is by every rule
+// applied, so no hint skips a rule that would have matched.
+func TestHintsMissNoSecret(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "github_pat_11ABCDEFG0abcdefxyzjkl_mnopqrstuv",
+		"sk-ant-api03-AbCdEfGhIjKlMnOp", "AIzaSyD-1234567890abcdefghijklmnopqrstu",
+		"Authorization: Bearer abc.def", "AUTHORIZATION: token x1", "Bearer eyJhbGciOiJIUzI1NiJ9.abcdefghijklmnop",
+		"PASSWORD hunter2hunter2hunter2x", "OPENAI_API_KEY=abcdefgh12", "x-access-token: abcdefghijklmnop1234",
+		`"client_Secret": "abcdefghijklmnop1234"`, "https://user:pw@host/x", "https://abcdefghijklmnopqrstuvwxyz@github.com/o/r",
+	} {
+		if got, want := String(in), stringAllRules(in); got != want || got == in {
+			t.Errorf("String(%q) = %q, want %q (masked)", in, got, want)
+		}
 	}
 }
