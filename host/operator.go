@@ -120,11 +120,8 @@ func Adopt(ctx context.Context, st Store, id string, now time.Time, ttl time.Dur
 // Checkpoint records a running job's last verified stage, renewing its
 // progress deadline. A stale fence is refused with job.ErrStaleFence.
 func Checkpoint(ctx context.Context, st Store, id string, fence int64, stage string, data json.RawMessage, now time.Time) (job.Job, error) {
-	if stage == "" {
-		return job.Job{}, errors.New("a checkpoint needs a stage")
-	}
-	if len(data) > 0 && !json.Valid(data) {
-		return job.Job{}, errors.New("checkpoint data is not JSON")
+	if err := job.ValidateCheckpoint(stage, data); err != nil {
+		return job.Job{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	return st.ApplyJob(ctx, id, fence, job.Change{From: []job.State{job.Running}, Now: now, Mutate: func(x *job.Job) {
 		x.Checkpoint = &job.Checkpoint{Stage: stage, Data: data, At: now}

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"slices"
 	"strconv"
 
 	"github.com/layoverhq/layover/host"
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/job"
 )
 
 func runCheckpoint(ctx context.Context, env *Env, args []string) error {
@@ -21,8 +19,9 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 	if *stage == "" {
 		return usageErr("checkpoint: --stage is required")
 	}
-	if *data != "" && !json.Valid([]byte(*data)) {
-		return usageErr("checkpoint: --data is not JSON")
+	var raw []byte
+	if *data != "" {
+		raw = []byte(*data)
 	}
 	id, fenceText := env.Getenv("LAYOVER_JOB_ID"), env.Getenv("LAYOVER_FENCE")
 	if id == "" || fenceText == "" {
@@ -36,8 +35,8 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 	// neither may hold a secret (docs/secrets.md). The job's own variables
 	// are known once its record is read.
 	known := knownSecrets(env, *storeLoc, githubToken(ctx, env))
-	if err := refuseCheckpointSecret(*stage, *data, known); err != nil {
-		return err
+	if err := job.ValidateCheckpoint(*stage, raw, known...); err != nil {
+		return checkpointErr(err)
 	}
 	st, err := openJobStore(ctx, env, *storeLoc)
 	if err != nil {
@@ -45,52 +44,16 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 	}
 	defer st.Close()
 	if j, err := st.Job(ctx, id); err == nil {
-		if err := refuseCheckpointSecret(*stage, *data, envValues(env, j.Spec.EnvNames)); err != nil {
-			return err
+		if err := job.ValidateCheckpoint(*stage, raw, envValues(env, j.Spec.EnvNames)...); err != nil {
+			return checkpointErr(err)
 		}
-	}
-	var raw []byte
-	if *data != "" {
-		raw = []byte(*data)
 	}
 	_, err = host.Checkpoint(ctx, st, id, fence, *stage, raw, env.Clock.Now())
 	return jobError(err)
 }
 
-// refuseCheckpointSecret is the usage error for a stage or data holding a
-// recognisable secret or one of known; it never quotes the secret. The data
-// is read as written and as each string it decodes to, so "\u0067hp_…" is a
-// token too, and so is a known secret written with escapes ("p\u0026ss…").
-func refuseCheckpointSecret(stage, data string, known []string) error {
-	var v any
-	_ = json.Unmarshal([]byte(data), &v)
-	switch {
-	case redact.Contains(stage, known...):
-		return usageErr("checkpoint: --stage holds what looks like a secret; nothing was stored")
-	case redact.Contains(data, known...) || slices.ContainsFunc(jsonStrings(v), func(s string) bool { return redact.Contains(s, known...) }):
-		return usageErr("checkpoint: --data holds what looks like a secret; nothing was stored (a resumed run reads secrets from its environment)")
-	}
-	return nil
-}
-
-// jsonStrings returns every string of a decoded JSON value, object keys
-// included.
-func jsonStrings(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			out = append(out, jsonStrings(e)...)
-		}
-		return out
-	case map[string]any:
-		var out []string
-		for k, e := range x {
-			out = append(append(out, k), jsonStrings(e)...)
-		}
-		return out
-	}
-	return nil
+// checkpointErr is the usage error for a checkpoint job.ValidateCheckpoint
+// refused; it never quotes a secret, and says nothing was stored.
+func checkpointErr(err error) error {
+	return usageErr("checkpoint: %v; nothing was stored", err)
 }

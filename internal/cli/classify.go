@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/anthropic"
@@ -201,6 +202,12 @@ func readInput(env *Env, name string) ([]byte, error) {
 	}
 	if len(data) > maxInput {
 		return nil, usageErr("classify: %s is larger than %d MiB", name, maxInput>>20)
+	}
+	// The secrets this environment knows (a 40-hex token has no shape to
+	// find it by) never reach a classifier, so no reason or error quotes
+	// them (docs/secrets.md).
+	if known := knownSecrets(env, ""); len(known) > 0 {
+		data = []byte(redact.Known(string(data), known...))
 	}
 	return data, nil
 }

@@ -177,3 +177,36 @@ func TestClassifyErrorHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A classic 40-hex token has no shape to find it by; classify still never
+// prints it when its environment holds it (GH_TOKEN), in a reason or in an
+// error line.
+func TestClassifyMasksKnownTokens(t *testing.T) {
+	t.Parallel()
+	const token = "0123456789abcdef0123456789abcdef01234567"
+	run := func(stdin string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		env := &Env{Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr,
+			Getenv: func(k string) string {
+				if k == "GH_TOKEN" {
+					return token
+				}
+				return ""
+			}}
+		code := Main(context.Background(), env, append([]string{"classify"}, args...))
+		return code, stdout.String(), stderr.String()
+	}
+	body := `{"message":"Bad credentials: ` + token + `","documentation_url":"https://docs.github.com/rest"}`
+	code, out, errs := run("HTTP/2 401\r\ncontent-type: application/json\r\n\r\n"+body, "--provider", "github", "--http", "-")
+	if code != 0 || !strings.Contains(out, `"class":"auth"`) || strings.Contains(out+errs, token[:16]) {
+		t.Errorf("401 quoting the token: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = run("HTTP/2 401\r\nx-bad "+token+"\r\n\r\n", "--provider", "github", "--http", "-")
+	if code != 2 || strings.Contains(out+errs, token[:16]) {
+		t.Errorf("malformed line holding the token: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = run("gh: Bad credentials "+token+" (HTTP 401)\n", "--provider", "github", "--exit", "1", "--stderr", "-")
+	if code != 0 || strings.Contains(out+errs, token[:16]) {
+		t.Errorf("gh stderr quoting the token: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

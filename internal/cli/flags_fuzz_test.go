@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/internal/fuzzbound"
@@ -321,6 +323,10 @@ func checkpointEnv(fence, token string) map[string]string {
 // in any string it decodes to (docs/secrets.md).
 func checkpointAccepts(stage, data string, env map[string]string) bool {
 	if n, err := strconv.ParseInt(env["LAYOVER_FENCE"], 10, 64); err != nil || n < 0 || stage == "" || data != "" && !json.Valid([]byte(data)) {
+		return false
+	}
+	// A stage is at most 200 bytes of printable UTF-8, the data 64 KiB.
+	if len(stage) > 200 || !utf8.ValidString(stage) || strings.ContainsFunc(stage, func(r rune) bool { return !unicode.IsPrint(r) }) || len(data) > 64<<10 {
 		return false
 	}
 	known := redact.KnownSecrets(func(k string) string { return env[k] })
