@@ -428,12 +428,12 @@ func (r *codexRun) errorInfoVerdict(info codexInfo, now time.Time, loc *time.Loc
 // CLI gave up on: 429 secondary (no wait stated), 401 auth, 402 quota,
 // 408, 409 and 5xx other than 501 transient, else permanent.
 func statusOutcome(p string, code int, label string, now time.Time) provider.Outcome {
-	switch {
-	case code == http.StatusTooManyRequests:
+	switch code {
+	case http.StatusTooManyRequests:
 		return llm.NoWait(provider.Unknown(p, provider.ClassSecondary, label))
-	case code == http.StatusUnauthorized:
+	case http.StatusUnauthorized:
 		return provider.Unknown(p, provider.ClassAuth, label)
-	case code == http.StatusPaymentRequired:
+	case http.StatusPaymentRequired:
 		return quotaOut(p, ResourceBilling, label, time.Time{}, now)
 	}
 	c := llm.StatusClass(code)
