@@ -35,11 +35,11 @@ func Example_openAI() {
 			h.Set("X-Ratelimit-Remaining-Requests", "0")
 			h.Set("Retry-After", "12")
 			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for gpt-5-mini in organization org-example on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+			_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for gpt-6-luna in organization org-example on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 			return
 		}
 		h.Set("X-Ratelimit-Remaining-Requests", "499")
-		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1777629600,"model":"gpt-5-mini",`+
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1777629600,"model":"gpt-6-luna",`+
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the fake."},"finish_reason":"stop"}]}`)
 	}))
 	defer srv.Close()
@@ -64,7 +64,7 @@ func Example_openAI() {
 		option.WithMaxRetries(0), // the Transport retries, within the Safety rules of docs/design.md
 	)
 	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model:    openai.ChatModelGPT5Mini,
+		Model:    openai.ChatModelGPT6Luna,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hello")},
 	})
 	if err != nil {
