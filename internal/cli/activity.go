@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/layoverhq/layover/command"
 )
 
 // ActivityOptions are the flags of layover activity.
@@ -49,7 +51,7 @@ func runActivity(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(out)
 	}
 	for _, a := range lines {
-		fmt.Fprintf(env.Stdout, "%s  %s\n", humanTime(a.At), shown(a.Line))
+		fmt.Fprintf(env.Stdout, "%s  %s\n", command.HumanTime(a.At), shown(a.Line))
 	}
 	return nil
 }

@@ -77,14 +77,14 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
-type command struct {
+type subcommand struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *Env, args []string) error
 }
 
-func commands() []command {
-	return []command{
+func commands() []subcommand {
+	return []subcommand{
 		{"pass", "admit a scheduled pass only while its quota has room, else skip quietly", runPass},
 		{"run", "run a command; wait out quota exhaustion instead of failing", runRun},
 		{"status", "show quota waits, waiting commands and the last state of every quota", runStatus},
@@ -194,11 +194,6 @@ func shown(s string) string { return textsafe.Line(s, maxShown) }
 // message is an error message as Main prints it: one line of at most
 // maxMessage bytes, without control characters or escape sequences.
 func message(s string) string { return textsafe.Line(oneLine(s), maxMessage) }
-
-// humanTime renders t for people: local date and time with the zone.
-func humanTime(t time.Time) string {
-	return t.Local().Format("2006-01-02 15:04:05 MST")
-}
 
 // jsonTime renders t as RFC 3339 UTC, or nil for the zero time.
 func jsonTime(t time.Time) any {

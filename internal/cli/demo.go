@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/fake"
 )
 
@@ -158,7 +159,7 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 	c := d.command(ctx, argv)
 	c.Stdout, c.Stderr = io.MultiWriter(d.out, out), d.env.Stderr
 	err := c.Run()
-	d.say("   (exit %d: deferred; the last stdout line is the receipt)", exitStatus(c.ProcessState, err))
+	d.say("   (exit %d: deferred; the last stdout line is the receipt)", command.ExitStatus(c.ProcessState, err))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	receiptFile := filepath.Join(d.dir, "receipt.json")
 	if err := os.WriteFile(receiptFile, []byte(lines[len(lines)-1]), 0o600); err != nil {
@@ -205,7 +206,7 @@ func (d *demo) jobs(ctx context.Context) ([]string, error) {
 func (d *demo) quietCode(ctx context.Context, argv ...string) int {
 	c := d.command(ctx, argv)
 	err := c.Run()
-	return exitStatus(c.ProcessState, err)
+	return command.ExitStatus(c.ProcessState, err)
 }
 
 // demoEnviron is environ with the demo's variables set and any inherited
@@ -253,7 +254,7 @@ func (d *demo) cmd(ctx context.Context, argv ...string) int {
 	c.Stdout, c.Stderr = out, d.env.Stderr
 	err := c.Run()
 	out.end()
-	return exitStatus(c.ProcessState, err)
+	return command.ExitStatus(c.ProcessState, err)
 }
 
 // quiet runs argv and returns its stdout.
@@ -307,7 +308,7 @@ func (b *background) stop() int {
 
 func (b *background) wait() int {
 	<-b.done
-	return exitStatus(b.c.ProcessState, nil)
+	return command.ExitStatus(b.c.ProcessState, nil)
 }
 
 // waitFor polls cond every 100 ms for at most 10 s.

@@ -182,34 +182,6 @@ func FuzzReserveFlag(f *testing.F) {
 	})
 }
 
-func FuzzQuotaFlag(f *testing.F) {
-	for _, v := range []string{"github", "github:core", "github:CORE", " github:search ", "gitlab", "github:", "github:a:b"} {
-		f.Add(v)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		fuzzbound.Run(t, func() {
-			var q quotaSpecs
-			if err := q.Set(v); err != nil {
-				checkOneLine(t, v, err)
-				if len(q) != 0 {
-					t.Fatalf("Set(%q) failed and kept %v", v, q)
-				}
-				return
-			}
-			if len(q) != 1 || q[0].Provider != "github" || q[0].Resource != "" && !quota.ValidResource(q[0].Resource) {
-				t.Fatalf("Set(%q) = %+v", v, q)
-			}
-			var back quotaSpecs
-			if err := back.Set(q.String()); err != nil || !reflect.DeepEqual(back, q) {
-				t.Fatalf("String() %q reads back as %+v, %v", q.String(), back, err)
-			}
-			if res := q.githubResources(); len(res) == 0 {
-				t.Fatalf("Set(%q) charges no resource", v)
-			}
-		})
-	})
-}
-
 func FuzzDeadlineFlag(f *testing.F) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).Unix()
 	for _, v := range []string{"", "90m", "-1s", "0s", "721h", "9223372036854775807ns", "2026-12-01T00:00:00Z", "2026-11-30T09:00:00Z", "2026-11-30T10:00:00+99:00", "tomorrow"} {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/job"
 )
@@ -54,7 +55,7 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tSTAGE\tNAME\tPRIORITY\tUPDATED")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(j.ID), shown(string(j.State)), shown(j.Stage), shown(j.Spec.Name),
-			j.Spec.Priority, humanTime(j.UpdatedAt))
+			j.Spec.Priority, command.HumanTime(j.UpdatedAt))
 	}
 	return tw.Flush()
 }
@@ -209,9 +210,9 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(w, "  ownership: %s\n", shown(string(j.Ownership)))
 	}
 	fmt.Fprintf(w, "  command:   %s\n  priority:  %d\n  deadline:  %s\n", textsafe.Line(fmt.Sprint(j.Spec.Argv), maxMessage),
-		j.Spec.Priority, humanTime(j.Spec.Deadline))
+		j.Spec.Priority, command.HumanTime(j.Spec.Deadline))
 	if j.Checkpoint != nil {
-		fmt.Fprintf(w, "  checkpoint: %s at %s\n", shown(j.Checkpoint.Stage), humanTime(j.Checkpoint.At))
+		fmt.Fprintf(w, "  checkpoint: %s at %s\n", shown(j.Checkpoint.Stage), command.HumanTime(j.Checkpoint.At))
 	}
 	fmt.Fprintln(w, "Transitions:")
 	for _, t := range hist.Transitions {
@@ -219,7 +220,7 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		if from == "" {
 			from = "-"
 		}
-		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", humanTime(t.At), shown(from), shown(string(t.To)), shown(t.Reason))
+		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", command.HumanTime(t.At), shown(from), shown(string(t.To)), shown(t.Reason))
 	}
 	if len(hist.Attempts) > 0 {
 		fmt.Fprintln(w, "Attempts:")
@@ -228,7 +229,7 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 			if a.ExitCode != nil {
 				code = fmt.Sprint(*a.ExitCode)
 			}
-			fmt.Fprintf(w, "  %s  fence %d  started %s  outcome %s  exit %s\n", shown(a.ID), a.Fence, humanTime(a.StartedAt),
+			fmt.Fprintf(w, "  %s  fence %d  started %s  outcome %s  exit %s\n", shown(a.ID), a.Fence, command.HumanTime(a.StartedAt),
 				shown(a.Outcome), code)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
-	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
 
@@ -35,41 +34,6 @@ func jobStore(st store.Store, err error) (host.Store, error) {
 		return nil, internalErr("store: this backend keeps no jobs")
 	}
 	return js, nil
-}
-
-// githubQuotas resolves job quota names against the GitHub target of this
-// process's environment, and reads fresh state from /rate_limit.
-type githubQuotas struct {
-	env    *Env
-	st     host.Store
-	target githubTarget
-	policy quota.Policy
-}
-
-// Keys implements host.Quotas.
-func (q *githubQuotas) Keys(_ context.Context, names []string) ([]quota.Key, error) {
-	var specs quotaSpecs
-	for _, n := range names {
-		if err := specs.Set(n); err != nil {
-			return nil, err
-		}
-	}
-	return q.target.keys(specs.githubResources()), nil
-}
-
-// Fresh implements host.Quotas.
-func (q *githubQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	fresh, err := q.target.client().RateLimit(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fresh = q.target.observe(q.env, q.policy, fresh)
-	if err := q.st.RecordStates(ctx, fresh); err != nil {
-		return nil, err
-	}
-	return pick(fresh, keys), nil
 }
 
 // jobError maps host and store errors to exit codes: an unknown job or a

@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
 
 // PassOptions are the flags of layover pass.
 type PassOptions struct {
-	Quota     quotaSpecs
+	Quota     command.QuotaNames
 	Policy    quota.Policy
 	Store     string
 	Principal string
@@ -48,11 +49,11 @@ func (o *PassOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	resources := o.Quota.githubResources()
+	resources := o.Quota.GitHubResources()
 	scope := skipScope(target, resources)
 
 	// The ledger first: when it already says skip, the pass costs no call.
-	states, err := st.States(ctx, target.keys(resources))
+	states, err := st.States(ctx, target.Keys(resources))
 	if err != nil {
 		return internalErr("read store: %v", err)
 	}
@@ -61,32 +62,35 @@ func (o *PassOptions) run(ctx context.Context, env *Env) error {
 	}
 
 	// Then GitHub's free /rate_limit. A check that fails lets the pass go on.
-	fresh, err := target.client().RateLimit(ctx)
+	fresh, err := target.Fresh(ctx, o.Policy)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "layover: quota check failed (%s); the pass goes ahead\n", oneLine(err.Error()))
 	} else {
-		fresh = target.observe(env, o.Policy, fresh)
 		if err := st.RecordStates(ctx, fresh); err != nil {
 			return internalErr("write store: %v", err)
 		}
-		if d := o.Policy.Admit(env.Clock.Now(), pick(fresh, target.keys(resources))); !d.Admit {
+		if d := o.Policy.Admit(env.Clock.Now(), command.StatesOf(fresh, target.Keys(resources))); !d.Admit {
 			return o.skip(ctx, env, st, scope, d)
 		}
-		target.learnLogin(ctx, env, st)
+		target.LearnLogin(ctx, st)
 		scope = skipScope(target, resources)
 	}
 	if err := st.ClearSkip(ctx, scope); err != nil {
 		return internalErr("write store: %v", err)
 	}
 	st.Close()
-	return runChild(ctx, env, o.Command)
+	code, err := command.Exec(ctx, engineConfig(env, o.Command))
+	if err != nil {
+		return fromEngine(err, "pass: ")
+	}
+	return exitCode(code)
 }
 
 // skip ends a pass that may not start: exit 0, nothing printed, and one
 // activity line when the reason differs from the last skip's.
 func (o *PassOptions) skip(ctx context.Context, env *Env, st store.Store, scope string, d quota.Decision) error {
 	s := d.Blocking
-	line := fmt.Sprintf("skipped: GitHub Quota wait until %s (%s: %s left)", humanTime(s.ResetAt), s.Resource, count(s.Remaining))
+	line := fmt.Sprintf("skipped: GitHub Quota wait until %s (%s: %s left)", command.HumanTime(s.ResetAt), s.Resource, count(s.Remaining))
 	if d.Cause == quota.CauseBelowReserve {
 		line += fmt.Sprintf(", below the reserve of %d", o.Policy.Reserve.For(s.Resource, s.Limit))
 	}
@@ -106,23 +110,10 @@ func skipReasonKey(s quota.State) string {
 	return s.Resource + "@assumed:" + strconv.FormatInt(s.ResetAt.Unix(), 10)
 }
 
-func skipScope(t githubTarget, resources []string) string {
+func skipScope(t *command.GitHub, resources []string) string {
 	r := append([]string(nil), resources...)
 	sort.Strings(r)
 	return "pass:" + t.Host + "/" + t.Principal + "/" + strings.Join(r, ",")
-}
-
-// pick returns the states of the given keys.
-func pick(states []quota.State, keys []quota.Key) []quota.State {
-	var out []quota.State
-	for _, s := range states {
-		for _, k := range keys {
-			if s.Key == k {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 func count(n int64) string {

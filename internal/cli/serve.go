@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
@@ -73,7 +74,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	// token it resolved, its store's password, the secret variables of its
 	// environment, recognisable tokens, and (by the runner) the values of
 	// the variables each job declared (docs/secrets.md).
-	known := knownSecrets(env, o.Store, target.token())
+	known := knownSecrets(env, o.Store, target.Token())
 	logOut := &redact.Writer{W: env.Stderr, Known: known}
 	logger := slog.New(slog.NewTextHandler(logOut, nil))
 	loc := o.Store
@@ -83,7 +84,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	h, err := host.New(host.Config{
 		Store:  st,
 		Runner: &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable},
-		Quotas: &githubQuotas{env: env, st: st, target: target, policy: o.Policy},
+		Quotas: &command.HostQuotas{GitHub: target, Store: st, Policy: o.Policy},
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
 		Env: env.Environ, StoreLocation: loc, Hostname: env.Hostname, Logger: logger,

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	hostpkg "github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
@@ -130,8 +131,8 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 
 	for _, s := range states {
 		if s.Exhausted(now) {
-			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", providerName(s.Host),
-				humanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
+			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", command.Label(s.Host),
+				command.HumanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
 		}
 	}
 	if len(waiters) > 0 {
@@ -166,7 +167,7 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  HOST\tPRINCIPAL\tRESOURCE\tREMAINING\tRESET\tOBSERVED\tSTATE")
 	for _, s := range states {
-		reset := humanTime(s.ResetAt)
+		reset := command.HumanTime(s.ResetAt)
 		if !s.ResetKnown {
 			reset += " (assumed)"
 		}
@@ -177,7 +178,7 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 			state = "ok"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", shown(s.Host), shown(s.Principal), shown(s.Resource),
-			count(s.Remaining), count(s.Limit), reset, humanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state)
+			count(s.Remaining), count(s.Limit), reset, command.HumanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state)
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 )
@@ -18,7 +19,7 @@ type SubmitOptions struct {
 	Deadline  string
 	Store     string
 	EnvNames  stringList
-	Quota     quotaSpecs
+	Quota     command.QuotaNames
 	Approval  bool
 	Progress  time.Duration
 	Attempts  int
@@ -115,7 +116,7 @@ func (o *SubmitOptions) spec(now time.Time, known []string) (job.Spec, error) {
 	}
 	var quotas []string
 	for _, q := range o.Quota {
-		quotas = append(quotas, (&quotaSpecs{q}).String())
+		quotas = append(quotas, q.String())
 	}
 	spec := job.Spec{Name: o.Name, Argv: o.Command, Workdir: wd, EnvNames: o.EnvNames, Quota: quotas,
 		Provider: o.Provider, Priority: o.Priority, Deadline: deadline.UTC().Truncate(time.Millisecond),

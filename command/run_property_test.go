@@ -1,8 +1,9 @@
-package cli
+package command_test
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -13,17 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/clock"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
 
-// runScenario is one `layover run` against a provider that rejects the
-// command every time it runs.
+// runScenario is one Run against a provider that rejects the command every
+// time it runs.
 type runScenario struct {
 	margin, jitter, maxWait, secondaryWait, unknownReset time.Duration
 	secondaryRetries                                     int
-	deferAfter                                           time.Duration // < 0: no --defer-after
+	deferAfter                                           time.Duration // < 0: no Defer
 	// failure is what the command prints: "primary", "secondary", or
 	// "alternate" (primary on odd runs, secondary on even ones).
 	failure string
@@ -139,25 +141,27 @@ func checkRunScenario(t *testing.T, s runScenario) {
 case %q in secondary) msg=%q ;; alternate) [ $((n %% 2)) = 0 ] && msg=%q ;; esac
 echo "$msg" >&2; exit 1`, count, count, primary, s.failure, secondary, secondary)
 
-	vars := map[string]string{
-		"GITHUB_API_URL": gh.URL, "GH_TOKEN": "property-token", "LAYOVER_PRINCIPAL": "octocat",
-		"LAYOVER_STORE": filepath.Join(dir, "layover.db"),
-	}
+	vars := map[string]string{"GITHUB_API_URL": gh.URL, "GH_TOKEN": "property-token", "LAYOVER_PRINCIPAL": "octocat"}
+	st := openStore(t)
+	policy := quota.DefaultPolicy()
+	policy.ResetMargin, policy.Jitter, policy.MaxTotalWait = s.margin, s.jitter, s.maxWait
+	policy.SecondaryWait, policy.SecondaryRetries, policy.UnknownReset = s.secondaryWait, s.secondaryRetries, s.unknownReset
 	var stdout, stderr bytes.Buffer
-	env := &Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return vars[k] },
-		Environ: os.Environ(), Clock: clk, Rand: rand.New(rand.NewPCG(7, 7)), Hostname: "h1"}
-	args := []string{"run", "--reset-margin", s.margin.String(), "--jitter", s.jitter.String(),
-		"--max-total-wait", s.maxWait.String(), "--secondary-wait", s.secondaryWait.String(),
-		"--secondary-retries", fmt.Sprint(s.secondaryRetries), "--unknown-reset", s.unknownReset.String()}
-	if s.deferAfter >= 0 {
-		args = append(args, "--defer-after", s.deferAfter.String())
-	}
-	args = append(args, "--", "sh", "-c", script)
+	cfg := &command.Config{Command: []string{"sh", "-c", script}, Policy: &policy, Defer: s.deferAfter >= 0,
+		DeferAfter: max(s.deferAfter, 0), Store: st, Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return vars[k] }, Clock: clk, Rand: rand.New(rand.NewPCG(7, 7)), Hostname: "h1"}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- Main(ctx, env, args) }()
+	type ended struct {
+		res command.Result
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		res, err := command.Run(ctx, cfg)
+		done <- ended{res, err}
+	}()
 
 	// Each wait of a run off a terminal is one fake timer: move the clock
 	// to it, and note how many runs came before it.
@@ -166,12 +170,12 @@ echo "$msg" >&2; exit 1`, count, count, primary, s.failure, secondary, secondary
 		runsSoFar int
 	}
 	var waits []wait
-	var code int
+	var end ended
 	runaway := maxTestedWaits + 2
 loop:
 	for {
 		select {
-		case code = <-done:
+		case end = <-done:
 			break loop
 		case <-clk.TimerAdded():
 			next, ok := clk.Next()
@@ -208,21 +212,27 @@ loop:
 	if total > s.maxWait {
 		t.Errorf("%s: waited %s in all, past the %s cap", s, total, s.maxWait)
 	}
-	if runs != len(waits)+1 && code != ExitDeferred {
-		t.Errorf("%s: the command ran %d times after %d waits, want one more run than waits (exit %d)\n%s", s, runs, len(waits), code, stderr.String())
+	var deferred *command.DeferredError
+	isDeferred := errors.As(end.err, &deferred)
+	if runs != len(waits)+1 && !isDeferred {
+		t.Errorf("%s: the command ran %d times after %d waits, want one more run than waits (%v)\n%s", s, runs, len(waits), end.err, stderr.String())
+	}
+	if end.res.Runs != runs || end.res.Waited != total {
+		t.Errorf("%s: Result says %d runs and %s waited; %d ran and %s passed in waits", s, end.res.Runs, end.res.Waited, runs, total)
 	}
 	if s.failure == "secondary" && runs > 1+s.secondaryRetries {
 		t.Errorf("%s: ran %d times on secondary limits, more than 1 + %d retries", s, runs, s.secondaryRetries)
 	}
-	switch code {
-	case 1: // the command's own exit: the cap or the retries ended it
-	case ExitDeferred:
+	switch {
+	case end.err == nil && end.res.ExitCode == 1: // the command's own exit: the cap or the retries ended it
+	case isDeferred:
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		if _, err := receipt.Decode([]byte(lines[len(lines)-1])); err != nil {
-			t.Errorf("%s: exit 6, but the last stdout line is not a receipt: %v\n%s", s, err, stdout.String())
+		last := lines[len(lines)-1]
+		if _, err := receipt.Decode([]byte(last)); err != nil || last != string(deferred.Receipt) {
+			t.Errorf("%s: deferred, but the last stdout line is not its receipt: %v\n%s", s, err, stdout.String())
 		}
 	default:
-		t.Errorf("%s: exit %d, want 1 or 6\n%s", s, code, stderr.String())
+		t.Errorf("%s: ended with exit %d and %v, want the command's 1 or a deferral\n%s", s, end.res.ExitCode, end.err, stderr.String())
 	}
 }
 

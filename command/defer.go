@@ -1,0 +1,117 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
+)
+
+// ErrNoJobs is a store that keeps no jobs, given for Submit.
+var ErrNoJobs = errors.New("store: this backend keeps no jobs")
+
+// refuseSubmitSecret refuses, before the command first runs, a Submit
+// whose command or resume command holds a secret (a recognisable one, or
+// one of Secrets): the store would keep it and `jobs --json` and `show
+// --json` print it (docs/secrets.md). Without Submit nothing keeps the
+// command but a masked line for status and the activity log.
+func (c *Config) refuseSubmitSecret() error {
+	if !c.Submit {
+		return nil
+	}
+	if err := (job.Spec{Argv: c.Command, ResumeCmd: c.ResumeCmd}).Validate(c.Secrets...); errors.Is(err, job.ErrSecret) {
+		return &InputError{Err: fmt.Errorf("--submit would store the job, and %w", err)}
+	}
+	return nil
+}
+
+// maybeDefer ends the run with a receipt instead of a wait until `until`,
+// when Defer asks for it and the provider declared the reset: done reports
+// that the run must end with err, a *DeferredError on success. Without a
+// declared reset, or with one more than 24 h away, it leaves the wait to
+// the caller (which may refuse it under the cap) and says why.
+func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until time.Time, secondary bool) (bool, error) {
+	c := r.c
+	if !c.Defer {
+		return false, nil
+	}
+	now := c.Clock.Now()
+	if until.Sub(now) <= c.DeferAfter {
+		return false, nil
+	}
+	if reset.After(now.Add(receipt.MaxWindow)) {
+		fmt.Fprintf(c.Stderr, "layover: no receipt: the %s quota (%s) resets at %s, more than 24h away\n",
+			Label(key.Host), key.Resource, HumanTime(reset))
+		return false, nil
+	}
+	wd, _ := os.Getwd()
+	prov := "github"
+	if key.Host != r.gh.Host {
+		prov = key.Host // an agent CLI's own quota
+	}
+	spec := job.Spec{Argv: c.Command, Workdir: wd, Provider: prov, ResumeCmd: c.ResumeCmd,
+		Deadline: now.Add(24 * time.Hour).UTC().Truncate(time.Millisecond), MaxAttempts: host.DefaultMaxAttempts}
+	keys := []quota.Key{key}
+	switch {
+	case prov != "github":
+		// The host has no way to ask an agent CLI's quota: the job binds
+		// no keys, and the resume probes by running it.
+		keys = nil
+	case len(c.Quota) > 0:
+		for _, q := range c.Quota {
+			spec.Quota = append(spec.Quota, q.String())
+		}
+		keys = r.gh.Keys(c.Quota.GitHubResources())
+	default:
+		spec.Quota = []string{"github:" + key.Resource}
+	}
+	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset}
+	o := host.DeferOptions{Now: now, Policy: r.p, Rand: c.Rand, Env: c.Environ}
+	id := host.NewID()
+	de := &DeferredError{}
+	if c.Submit {
+		js, ok := c.Store.(host.Store)
+		if !ok {
+			return true, ErrNoJobs
+		}
+		live, err := host.LiveHosts(ctx, js, now, host.DefaultLease)
+		if err != nil {
+			return true, &StoreError{Op: "read", Err: err}
+		}
+		o.Retained = len(live) > 0
+		j, rc, err := host.SubmitDeferred(ctx, js, id, spec, d, keys, o)
+		if err != nil {
+			return true, &SubmitError{Err: err}
+		}
+		if de.Receipt, err = receipt.Encode(rc); err != nil {
+			return true, err
+		}
+		de.JobID, de.ResumeAt = j.ID, j.RunAt
+		how := "retained by the live durable host"
+		if j.Ownership == job.Handoff {
+			how = "handoff: no durable host is live; run `layover adopt " + j.ID + "` once one is"
+		}
+		fmt.Fprintf(c.Stderr, "layover: deferred as job %s until %s (%s)\n", j.ID, HumanTime(j.RunAt), how)
+	} else {
+		j, _, encoded, err := host.PrepareDeferred(ctx, id, spec, d, keys, o)
+		if err != nil {
+			fmt.Fprintf(c.Stderr, "layover: no receipt: %v\n", err)
+			return false, nil
+		}
+		de.Receipt, de.ResumeAt = encoded, j.RunAt
+		fmt.Fprintf(c.Stderr, "layover: deferred until %s; the receipt is the last line of stdout\n", HumanTime(j.RunAt))
+	}
+	// The receipt is a line of its own, even after output that did not end
+	// one (gh api prints a JSON body without a newline).
+	if n := len(r.lastOut); n > 0 && r.lastOut[n-1] != '\n' {
+		fmt.Fprintln(c.Stdout)
+	}
+	fmt.Fprintf(c.Stdout, "%s\n", de.Receipt)
+	return true, de
+}

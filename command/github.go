@@ -1,0 +1,267 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// githubTimeout bounds one call to the GitHub API (GET /rate_limit, GET
+// /user): a check that cannot answer in time is a check that failed.
+const githubTimeout = 10 * time.Second
+
+// GitHubConfig says where ResolveGitHub finds a GitHub quota.
+type GitHubConfig struct {
+	// Store holds the logins learned for tokens: read, and written when
+	// gh's configuration names the token's user. Required.
+	Store store.Store
+	// Principal, when not empty, is whose quota it is (--principal); else
+	// LAYOVER_PRINCIPAL.
+	Principal string
+	// Getenv reads GITHUB_API_URL, the token variables (GH_TOKEN,
+	// GITHUB_TOKEN, …), LAYOVER_PRINCIPAL and gh's configuration. nil means
+	// os.Getenv.
+	Getenv func(string) string
+	// Clock stamps observations and learned logins, and corrects resets
+	// for clock skew. nil means the system clock.
+	Clock clock.Clock
+	// Hostname names this machine as the observer of every state. ""
+	// means os.Hostname().
+	Hostname string
+}
+
+// GitHub is the GitHub quota a command draws on: where the API is, the
+// token (kept in memory only: never stored, logged or put in a receipt) and
+// whose quota it is. Make one with ResolveGitHub. Its fields are read-only;
+// LearnLogin changes Principal and must not run beside other calls.
+type GitHub struct {
+	// BaseURL is the REST API root (GITHUB_API_URL, default
+	// https://api.github.com); Host the quota host of every key.
+	BaseURL, Host string
+	// Principal is whose quota it is (docs/design.md, Glossary).
+	Principal string
+	// Learned is true when Principal is given or a login, false when it is
+	// a fallback ("tok:" and the token's fingerprint, or anonymous).
+	Learned bool
+	// Fingerprint is quota.TokenFingerprint of the token; "" without a
+	// token, and when Principal was given (the token is then found on
+	// first use).
+	Fingerprint string
+	// TokenSource says where the token came from; zero when Principal was
+	// given.
+	TokenSource github.TokenSource
+
+	token     string
+	lazyToken func() string // finds the token on first use, when Principal was given
+	clock     clock.Clock
+	hostname  string
+}
+
+// ResolveGitHub finds the API, the token and the principal without calling
+// the API. The principal is, in order: cfg.Principal, LAYOVER_PRINCIPAL;
+// the login the store learned for the token's fingerprint; gh's configured
+// user when the token came from `gh auth token` (then learned); else
+// quota.TokenPrincipal of the token, or quota.AnonymousPrincipal without
+// one. With a principal given, the token is looked for only when first
+// needed, so a pass the ledger skips never runs gh.
+//
+// A GITHUB_API_URL that is no API root, or a token that cannot be read, is
+// an *InputError; a store that cannot be read or written a *StoreError.
+func ResolveGitHub(ctx context.Context, cfg *GitHubConfig) (*GitHub, error) {
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	base, host, err := github.APIBase(getenv)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	g := &GitHub{BaseURL: base, Host: host, clock: cmp.Or[clock.Clock](cfg.Clock, clock.Real{}),
+		hostname: cmp.Or(cfg.Hostname, osHostname())}
+	resolve := func() (string, github.TokenSource, error) {
+		return github.ResolveToken(ctx, getenv, func(ctx context.Context) (string, error) {
+			return github.GHAuthToken(ctx, host)
+		})
+	}
+	if p := cmp.Or(cfg.Principal, getenv("LAYOVER_PRINCIPAL")); p != "" {
+		g.Principal, g.Learned = p, true
+		g.lazyToken = sync.OnceValue(func() string {
+			token, _, _ := resolve()
+			return token
+		})
+		return g, nil
+	}
+	token, source, err := resolve()
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	g.token, g.TokenSource = token, source
+	if token == "" {
+		g.Principal = quota.AnonymousPrincipal
+		return g, nil
+	}
+	g.Fingerprint = quota.TokenFingerprint(token)
+	st := cfg.Store
+	login, ok, err := st.Login(ctx, host, g.Fingerprint)
+	if err != nil {
+		return nil, &StoreError{Op: "read", Err: err}
+	}
+	if ok {
+		g.Principal, g.Learned = login, true
+		return g, nil
+	}
+	if source == github.TokenFromGH {
+		if user, ok := github.GHConfigUser(getenv, github.WebHost(host)); ok && github.ValidLogin(user) {
+			if err := st.LearnLogin(ctx, host, g.Fingerprint, user, g.clock.Now()); err != nil {
+				return nil, &StoreError{Op: "write", Err: err}
+			}
+			g.Principal, g.Learned = user, true
+			return g, nil
+		}
+	}
+	g.Principal = quota.TokenPrincipal(token)
+	return g, nil
+}
+
+// osHostname is this machine's name, "" when it has none.
+func osHostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// Token returns the token, finding it now when it was left for first use;
+// "" when there is none.
+func (g *GitHub) Token() string {
+	if g.token == "" && g.lazyToken != nil {
+		return g.lazyToken()
+	}
+	return g.token
+}
+
+// Key is the quota key of resource for this target.
+func (g *GitHub) Key(resource string) quota.Key {
+	return quota.Key{Host: g.Host, Principal: g.Principal, Resource: resource}
+}
+
+// Keys are the quota keys of resources, in their order.
+func (g *GitHub) Keys(resources []string) []quota.Key {
+	out := make([]quota.Key, len(resources))
+	for i, r := range resources {
+		out[i] = g.Key(r)
+	}
+	return out
+}
+
+// Client is an API client for this target, each call bounded by 10 s.
+func (g *GitHub) Client() *github.Client {
+	return &github.Client{BaseURL: g.BaseURL, Token: g.Token(), HTTP: &http.Client{Timeout: githubTimeout},
+		UserAgent: "layover", Now: g.clock.Now}
+}
+
+// LearnLogin asks GET /user once for a token whose login is not yet known,
+// records the login for the token's fingerprint (which merges the
+// fingerprint's quota rows into the login's) and makes it the principal.
+// Failures are ignored: the fingerprint principal still works.
+func (g *GitHub) LearnLogin(ctx context.Context, st store.Store) {
+	if g.Learned || g.token == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	login, err := g.Client().Login(ctx)
+	if err != nil || login == "" {
+		return
+	}
+	if err := st.LearnLogin(ctx, g.Host, g.Fingerprint, login, g.clock.Now()); err != nil {
+		return
+	}
+	g.Principal, g.Learned = login, true
+}
+
+// Observe fills in the key and origin of a provider's observations for this
+// target (an unstamped one is observed now) and gives each without a cause
+// its cause against p's reserve.
+func (g *GitHub) Observe(p quota.Policy, obs []quota.State) []quota.State {
+	now := g.clock.Now()
+	out := make([]quota.State, 0, len(obs))
+	for _, o := range obs {
+		o.Host, o.Principal = g.Host, g.Principal
+		if o.ObservedAt.IsZero() {
+			o.ObservedAt = now
+		}
+		o.ObservedBy = g.hostname
+		if o.Cause == quota.CauseNone {
+			o.Cause = o.CauseAt(now, p.Reserve.For(o.Resource, o.Limit))
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// Fresh reads every resource's state from GitHub's GET /rate_limit (which
+// costs no quota), within 10 s, observed for this target against p
+// (Observe). It records nothing.
+func (g *GitHub) Fresh(ctx context.Context, p quota.Policy) ([]quota.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	fresh, err := g.Client().RateLimit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Observe(p, fresh), nil
+}
+
+// StatesOf returns the states of keys among states, in the order of states.
+func StatesOf(states []quota.State, keys []quota.Key) []quota.State {
+	var out []quota.State
+	for _, s := range states {
+		for _, k := range keys {
+			if s.Key == k {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// HostQuotas is the host.Quotas of `layover serve`: it resolves a job's
+// quota names against one GitHub target and reads fresh state from GET
+// /rate_limit, recording it in Store.
+type HostQuotas struct {
+	GitHub *GitHub
+	Store  store.Store
+	// Policy's reserve gives each fresh state its cause.
+	Policy quota.Policy
+}
+
+// Keys resolves names ("github", "github:core"; ParseQuotaName) to keys.
+func (q *HostQuotas) Keys(_ context.Context, names []string) ([]quota.Key, error) {
+	var n QuotaNames
+	for _, s := range names {
+		if err := n.Set(s); err != nil {
+			return nil, err
+		}
+	}
+	return q.GitHub.Keys(n.GitHubResources()), nil
+}
+
+// Fresh reads the current state of every resource from GitHub, records it
+// and returns the states of keys.
+func (q *HostQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
+	fresh, err := q.GitHub.Fresh(ctx, q.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.Store.RecordStates(ctx, fresh); err != nil {
+		return nil, err
+	}
+	return StatesOf(fresh, keys), nil
+}

@@ -1,0 +1,482 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// Config is one wrapped command and the world it runs in. A zero field
+// means the default stated on it. Error messages about a field name the
+// `layover run` flag that sets it.
+type Config struct {
+	// Command is the argv to run. Required.
+	Command []string
+	// ResumeCmd, when set, is a shell command (/bin/sh -c) run instead of
+	// Command after a wait; {session_id} in it is replaced, shell-quoted,
+	// by the agent session named in the failed run's stdout. Without a
+	// session there, Command runs again.
+	ResumeCmd string
+	// Provider names whose signals classify a failed run: "github" (gh),
+	// an agent CLI (agentcli.Providers) or "auto" (all of them). "" means
+	// auto.
+	Provider string
+	// Quota names the quotas waited out before the first run while the
+	// ledger holds them exhausted (--quota); a deferred job binds them.
+	// Empty: nothing is waited for before the start.
+	Quota QuotaNames
+	// Policy holds the reserve, the reset margin and jitter, the total
+	// wait cap, the secondary wait and retries and the assumed unknown
+	// reset. nil means quota.DefaultPolicy().
+	Policy *quota.Policy
+
+	// Defer ends the run with a receipt (a *DeferredError) instead of a
+	// wait longer than DeferAfter, when the provider declared the wait (a
+	// reset at most 24 h ahead, or a retry-after).
+	Defer bool
+	// DeferAfter is the longest wait Defer still waits in process; 0
+	// defers every declared wait. From 0 to quota.MaxTotalWaitCap.
+	DeferAfter time.Duration
+	// Submit implies Defer and also records the deferred job with its
+	// receipt for the durable host: ownership retained when a host is
+	// live, else handoff. Store must keep jobs (a host.Store).
+	Submit bool
+
+	// Store is the ledger, the waiter table and the activity log, and with
+	// Submit the jobs. Required; Run never closes it.
+	Store store.Store
+	// GitHub is the GitHub quota the command draws on. nil means
+	// ResolveGitHub with Store, Principal, Getenv, Clock and Hostname.
+	GitHub *GitHub
+	// Principal is whose quota an agent CLI's is (else LAYOVER_PRINCIPAL,
+	// else "local"), and the GitHub principal when GitHub is nil.
+	Principal string
+	// Secrets are values masked in the command line that `layover status`
+	// and the activity log show, and refused in a job Submit would store
+	// (docs/secrets.md). The GitHub token is always one of them.
+	Secrets []string
+
+	// Stdin, Stdout and Stderr are the command's streams. Stdout also gets
+	// the receipt of a deferral, Stderr layover's own lines. nil Stdin: no
+	// input; nil Stdout or Stderr: discarded.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Environ is the command's environment; nil means this process's.
+	Environ []string
+	// Getenv reads LAYOVER_PRINCIPAL (and, with GitHub nil, the GitHub
+	// settings). nil means os.Getenv.
+	Getenv func(string) string
+	// Clock tells the time and makes the wait timers. nil means the system
+	// clock.
+	Clock clock.Clock
+	// Rand is the source of the wait jitter. nil means a source seeded from
+	// the runtime.
+	Rand quota.Rand
+	// Signals delivers SIGINT and SIGTERM: forwarded to a running command,
+	// or ending a wait. nil: none arrive.
+	Signals <-chan os.Signal
+	// Terminal says Stderr is a terminal: waits count down live, and a
+	// SIGINT (which the terminal sent the command already) is not sent
+	// again.
+	Terminal bool
+	// Hostname names this machine in observations and the waiter table.
+	// "" means os.Hostname().
+	Hostname string
+}
+
+// Validate checks the fields that need no store: a command, a valid
+// policy, a known provider, a resume command without a token, DeferAfter in
+// range. Run calls it first; a caller may call it before opening the store.
+// Its errors are *InputError.
+func (c *Config) Validate() error {
+	if len(c.Command) == 0 {
+		return &InputError{Err: errors.New("no command")}
+	}
+	if c.Policy != nil {
+		if err := c.Policy.Validate(); err != nil {
+			return &InputError{Err: err}
+		}
+	}
+	if c.Provider != "" && c.Provider != agentcli.ProviderAuto {
+		if _, ok := agentcli.Classifier(c.Provider); !ok {
+			return &InputError{Err: fmt.Errorf("unknown provider %q (known: %s, auto)", c.Provider, strings.Join(agentcli.Providers(), ", "))}
+		}
+	}
+	if redact.Contains(c.ResumeCmd) {
+		return &InputError{Err: errors.New("--resume-cmd holds what looks like a token")}
+	}
+	if c.DeferAfter < 0 || c.DeferAfter > quota.MaxTotalWaitCap {
+		return &InputError{Err: fmt.Errorf("--defer-after %s: want a duration from 0s to %s", c.DeferAfter, quota.MaxTotalWaitCap)}
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with every default filled in but GitHub.
+func (c *Config) withDefaults() *Config {
+	d := *c
+	if d.Policy == nil {
+		p := quota.DefaultPolicy()
+		d.Policy = &p
+	}
+	d.Provider = cmp.Or(d.Provider, agentcli.ProviderAuto)
+	d.Defer = d.Defer || d.Submit
+	d.Stdout = cmp.Or[io.Writer](d.Stdout, io.Discard)
+	d.Stderr = cmp.Or[io.Writer](d.Stderr, io.Discard)
+	if d.Getenv == nil {
+		d.Getenv = os.Getenv
+	}
+	d.Clock = cmp.Or[clock.Clock](d.Clock, clock.Real{})
+	if d.Rand == nil {
+		d.Rand = quota.NewRand()
+	}
+	d.Hostname = cmp.Or(d.Hostname, osHostname())
+	return &d
+}
+
+// Result is what a Run did, however it ended.
+type Result struct {
+	// ExitCode is the exit code of the command's last run (128+N for one
+	// killed by signal N); 0 when it never ran.
+	ExitCode int
+	// Runs counts the starts of the command and of its resume command.
+	Runs int
+	// Waited is the time waited in process in all, quota and secondary
+	// waits alike, never more than Policy.MaxTotalWait.
+	Waited time.Duration
+	// WaitedFor names what was waited for, each once, in the order first
+	// waited for: resources ("core", "five_hour") or "secondary limit".
+	WaitedFor []string
+}
+
+// Run runs cfg.Command under the quota policy (see the package doc) until
+// it succeeds, fails for a reason no wait mends, defers, or a wait is
+// ended. A run that ends with the command's own exit code returns a nil
+// error and that code in Result.ExitCode; every other end is an error of
+// this package (errors.go). When it waited, Run says so on Stderr last:
+// "Waited 4m2s for the GitHub quota (core)".
+func Run(ctx context.Context, cfg *Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	if cfg.Store == nil {
+		return Result{}, &InputError{Err: errors.New("no store")}
+	}
+	c := cfg.withDefaults()
+	if c.GitHub == nil {
+		g, err := ResolveGitHub(ctx, &GitHubConfig{Store: c.Store, Principal: c.Principal, Getenv: c.Getenv,
+			Clock: c.Clock, Hostname: c.Hostname})
+		if err != nil {
+			return Result{}, err
+		}
+		c.GitHub = g
+	}
+	if tok := strings.TrimSpace(c.GitHub.Token()); tok != "" && !slices.Contains(c.Secrets, tok) {
+		c.Secrets = append(slices.Clip(c.Secrets), tok)
+	}
+	if err := c.refuseSubmitSecret(); err != nil {
+		return Result{}, err
+	}
+	r := &runner{c: c, p: *c.Policy, gh: c.GitHub, budget: quota.NewBudget(*c.Policy),
+		commandLine: redact.String(strings.Join(c.Command, " "), c.Secrets...)}
+	err := r.loop(ctx)
+	if r.res.Waited > 0 {
+		fmt.Fprintf(c.Stderr, "Waited %s for the %s quota (%s)\n", HumanDuration(r.res.Waited), Label(r.waitedHost),
+			strings.Join(r.res.WaitedFor, ", "))
+	}
+	return r.res, err
+}
+
+// runner is one Run's state: its wait budget and what it waited for.
+type runner struct {
+	c           *Config
+	p           quota.Policy
+	gh          *GitHub
+	budget      *quota.Budget
+	commandLine string // the command line, secrets masked
+	res         Result
+	// staleReset: a failure found its reset passed (or room) since the
+	// last reset ahead.
+	staleReset bool
+	lastOut    []byte // the tail of the last run's stdout
+	waitedHost string // the quota host first waited for
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	if err := r.waitBeforeStart(ctx); err != nil {
+		return err
+	}
+	secondary := 0
+	argv := r.c.Command
+	for {
+		res, err := r.c.start(ctx, argv, true)
+		if err != nil {
+			return err
+		}
+		r.res.Runs++
+		r.res.ExitCode = res.Code
+		r.lastOut = res.Stdout
+		if res.Code == 0 || res.Signalled != nil {
+			return nil
+		}
+		out := agentcli.Classify(r.c.Provider, res.Code, res.Stdout, res.Stderr, r.c.Clock.Now(), time.Local)
+		if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
+			argv = r.nextArgv(res.Stdout)
+		}
+		switch out.Class {
+		case provider.ClassQuota:
+			state, until, err := r.recordExhaustion(ctx, out)
+			if err != nil {
+				return err
+			}
+			if state.ResetKnown {
+				if done, err := r.maybeDefer(ctx, state.Key, state.ResetAt, until, false); done {
+					return err
+				}
+			}
+			if refused, err := r.wait(ctx, state.Key, quota.RerunAt(r.c.Clock.Now(), until), "Quota wait"); refused || err != nil {
+				return err
+			}
+		case provider.ClassSecondary:
+			secondary++
+			if secondary > r.p.SecondaryRetries {
+				fmt.Fprintf(r.c.Stderr, "layover: %s secondary limit still in force after %d retries; not retrying\n",
+					Label(out.Provider), r.p.SecondaryRetries)
+				return nil
+			}
+			key := r.keyFor(out)
+			now := r.c.Clock.Now()
+			until := quota.RerunAt(now, quota.AddSat(now, r.p.SecondaryDelay(out.RetryAfter)))
+			if out.RetryAfter >= 0 {
+				if done, err := r.maybeDefer(ctx, key, quota.AddSat(now, out.RetryAfter), until, true); done {
+					return err
+				}
+			}
+			if refused, err := r.wait(ctx, key, until, "Secondary limit wait"); refused || err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// waitBeforeStart waits out any Quota key the ledger says is exhausted, so
+// that no call is wasted. A wait past the cap is a *NotStartedError.
+func (r *runner) waitBeforeStart(ctx context.Context) error {
+	if len(r.c.Quota) == 0 {
+		return nil
+	}
+	keys := r.gh.Keys(r.c.Quota.GitHubResources())
+	for {
+		states, err := r.c.Store.States(ctx, keys)
+		if err != nil {
+			return &StoreError{Op: "read", Err: err}
+		}
+		now := r.c.Clock.Now()
+		var blocking *quota.State
+		for i, s := range states {
+			if s.Exhausted(now) && (blocking == nil || s.ResetAt.After(blocking.ResetAt)) {
+				blocking = &states[i]
+			}
+		}
+		if blocking == nil {
+			return nil
+		}
+		until := r.p.ResumeAt(blocking.ResetAt, r.c.Rand)
+		if blocking.ResetKnown {
+			if done, err := r.maybeDefer(ctx, blocking.Key, blocking.ResetAt, until, false); done {
+				return err
+			}
+		}
+		if err := r.budget.Take(until.Sub(now)); err != nil {
+			var ce *quota.CapError
+			if !errors.As(err, &ce) {
+				return err
+			}
+			return &NotStartedError{Key: blocking.Key, ResetAt: blocking.ResetAt, Err: ce}
+		}
+		if err := r.visible(ctx, blocking.Key, until, "Quota wait"); err != nil {
+			return err
+		}
+	}
+}
+
+// wait charges a wait until `until` to the budget and waits. When the cap
+// refuses it, refused is true: the command's failure stands, and Stderr
+// says why.
+func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what string) (refused bool, err error) {
+	if err := r.budget.Take(until.Sub(r.c.Clock.Now())); err != nil {
+		var ce *quota.CapError
+		if !errors.As(err, &ce) {
+			return false, err
+		}
+		fmt.Fprintf(r.c.Stderr, "layover: not waiting for the %s quota (%s) until %s: %v\n", Label(key.Host), key.Resource, HumanTime(until), err)
+		return true, nil
+	}
+	return false, r.visible(ctx, key, until, what)
+}
+
+// visible waits a wait already charged to the budget, refunding what it
+// did not use, and notes it in the activity log and the Result.
+func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, what string) error {
+	if err := r.c.Store.AppendActivity(ctx, store.Activity{At: r.c.Clock.Now(), Kind: "wait",
+		Line: fmt.Sprintf("run: %s until %s (%s): %s", what, HumanTime(until), key.Resource, r.commandLine)}); err != nil {
+		return &StoreError{Op: "write", Err: err}
+	}
+	planned := until.Sub(r.c.Clock.Now())
+	d, err := r.c.wait(ctx, waitSpec{Key: key, Until: until, What: what, Command: r.commandLine})
+	r.budget.Refund(planned - d)
+	r.res.Waited = quota.SumSat(r.res.Waited, d)
+	name := key.Resource
+	if what != "Quota wait" {
+		name = "secondary limit"
+	}
+	if r.waitedHost == "" {
+		r.waitedHost = key.Host
+		if key.Host == r.gh.Host {
+			r.waitedHost = "github" // GitHub, whichever API host serves it
+		}
+	}
+	if !slices.Contains(r.res.WaitedFor, name) {
+		r.res.WaitedFor = append(r.res.WaitedFor, name)
+	}
+	return err
+}
+
+// recordExhaustion learns when the exhausted quota resets, from the failure
+// itself or GitHub's free /rate_limit, records the Quota wait in the ledger
+// and returns the state and when to run again. A reset it cannot learn is
+// assumed Policy.UnknownReset ahead.
+//
+// The room-again rule: a stated reset that has already passed, or a quota
+// that has room right after a failure, is run again after the margin, once;
+// found again before a reset ahead is seen, the provider's reset is stale
+// and every later failure waits the assumed reset instead of re-running
+// the command every margin.
+func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
+	if out.Provider != github.Provider {
+		return r.recordAgentExhaustion(ctx, out)
+	}
+	p := r.p
+	resource := cmp.Or(out.Resource, "core")
+	state := quota.State{Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted}
+	if !out.ResetAt.IsZero() {
+		state.ResetAt, state.ResetKnown = out.ResetAt, true
+		for _, o := range out.Observations {
+			if o.Resource == resource {
+				state.RawReset = o.RawReset
+			}
+		}
+	} else if fresh, err := r.gh.Fresh(ctx, p); err != nil {
+		fmt.Fprintf(r.c.Stderr, "layover: could not read the GitHub quota (%s); assuming it resets in %s\n",
+			strings.Join(strings.Fields(err.Error()), " "), p.UnknownReset)
+	} else {
+		var room bool
+		for _, s := range fresh {
+			if s.Resource == resource {
+				state.Limit = s.Limit
+				if s.Remaining == 0 {
+					state.ResetAt, state.ResetKnown, state.RawReset = s.ResetAt, true, s.RawReset
+				} else {
+					room = true
+				}
+			}
+		}
+		if err := r.c.Store.RecordStates(ctx, fresh); err != nil {
+			return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+		}
+		// The quota already has room: the reset came between the failure
+		// and the check. Run again after the margin, once.
+		if room && state.ResetAt.IsZero() && !r.staleReset {
+			r.staleReset = true
+			return quota.State{Key: r.gh.Key(resource)}, p.ResumeAt(r.c.Clock.Now(), r.c.Rand), nil
+		}
+	}
+	now := r.c.Clock.Now()
+	switch {
+	case state.ResetAt.IsZero():
+		state.ResetAt, state.ResetKnown, state.RawReset = p.AssumedReset(now), false, 0
+	case state.ResetAt.After(now):
+		r.staleReset = false // a reset ahead: the provider's word holds again
+	case !r.staleReset:
+		// The stated reset has just passed: resume after the margin, once.
+		state.ResetAt = now
+		r.staleReset = true
+	default:
+		// Again a reset that has passed (or room right after a failure):
+		// the provider's reset is stale.
+		state.ResetAt, state.ResetKnown, state.RawReset = p.AssumedReset(now), false, 0
+	}
+	state.Key = r.gh.Key(resource)
+	state.ObservedAt, state.ObservedBy = now, r.c.Hostname
+	if err := r.c.Store.RecordStates(ctx, []quota.State{state}); err != nil {
+		return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+	}
+	return state, p.ResumeAt(state.ResetAt, r.c.Rand), nil
+}
+
+// keyFor is the quota key a failure names: the GitHub target's for gh, else
+// the agent CLI's own quota on this machine.
+func (r *runner) keyFor(out provider.Outcome) quota.Key {
+	if out.Provider == github.Provider || out.Provider == "" || out.Provider == agentcli.ProviderAuto {
+		return r.gh.Key(cmp.Or(out.Resource, "core"))
+	}
+	principal := cmp.Or(r.c.Principal, r.c.Getenv("LAYOVER_PRINCIPAL"), "local")
+	return quota.Key{Host: out.Provider, Principal: principal, Resource: cmp.Or(out.Resource, "usage")}
+}
+
+// recordAgentExhaustion records an agent CLI's exhaustion from what its
+// output declared; an unknown reset is assumed Policy.UnknownReset ahead.
+func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
+	p := r.p
+	now := r.c.Clock.Now()
+	state := quota.State{Key: r.keyFor(out), Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected,
+		Cause: quota.CauseExhausted, ObservedAt: now, ObservedBy: r.c.Hostname}
+	switch {
+	case out.ResetAt.IsZero():
+		state.ResetAt = p.AssumedReset(now)
+		fmt.Fprintf(r.c.Stderr, "layover: %s gave no reset; assuming it in %s, then trying again\n", Label(out.Provider), p.UnknownReset)
+	case !out.ResetAt.After(now):
+		state.ResetAt, state.ResetKnown = now, true
+	default:
+		state.ResetAt, state.ResetKnown = out.ResetAt, true
+		state.RawReset = out.ResetAt.Unix()
+	}
+	if err := r.c.Store.RecordStates(ctx, []quota.State{state}); err != nil {
+		return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+	}
+	return state, p.ResumeAt(state.ResetAt, r.c.Rand), nil
+}
+
+// nextArgv is what runs after a wait: the resume command with the failed
+// run's session filled in, when one is set and the session is known (or not
+// needed), else the command itself.
+func (r *runner) nextArgv(stdout []byte) []string {
+	rc := r.c.ResumeCmd
+	if rc == "" {
+		return r.c.Command
+	}
+	if strings.Contains(rc, "{session_id}") {
+		id := agentcli.SessionID(stdout)
+		if id == "" {
+			fmt.Fprintln(r.c.Stderr, "layover: no session id in the failed run's output; running the command again instead of --resume-cmd")
+			return r.c.Command
+		}
+		rc = strings.ReplaceAll(rc, "{session_id}", "'"+strings.ReplaceAll(id, "'", `'\''`)+"'")
+	}
+	return []string{"/bin/sh", "-c", rc}
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/sqlite"
+)
+
+// storeFlag registers --store on fs.
+func storeFlag(fs *flagSet) *string {
+	return fs.String("store", "", "store location: a path or sqlite:PATH (default $LAYOVER_STORE, else $XDG_STATE_HOME/layover/layover.db)")
+}
+
+// openStore opens the store named by --store, else LAYOVER_STORE, else the
+// default path, for a command that writes it. A location that cannot be
+// used is a usage error (exit 2); a store that cannot be opened or read
+// (a server that refuses or cannot be reached, a schema missing, a file
+// that is not a store) is layover's failure (exit 125), which a `pass` or
+// `run` never confuses with its command's own exit code.
+func openStore(ctx context.Context, env *Env, flagValue string) (store.Store, error) {
+	return openStoreAs(ctx, env, flagValue, false)
+}
+
+// openStoreReadOnly opens the store as openStore does, for a command that
+// only reads it (status, activity, jobs, show): it writes nothing, so it
+// works on a store this user may read but not write (a shared file of
+// another Unix user, a PostgreSQL role that may only SELECT). A store that
+// does not exist yet, or whose schema is older than this layover's, is
+// opened read-write instead (created or upgraded, as any command would)
+// when this user may write it.
+func openStoreReadOnly(ctx context.Context, env *Env, flagValue string) (store.Store, error) {
+	return openStoreAs(ctx, env, flagValue, true)
+}
+
+func openStoreAs(ctx context.Context, env *Env, flagValue string, readOnly bool) (store.Store, error) {
+	loc := flagValue
+	if loc == "" {
+		loc = env.Getenv("LAYOVER_STORE")
+	}
+	var path string
+	switch {
+	case loc == "":
+		p, err := sqlite.DefaultPath(env.Getenv)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		path = p
+	case strings.HasPrefix(loc, "sqlite:"):
+		path = strings.TrimPrefix(loc, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+	case strings.HasPrefix(loc, "postgres://"), strings.HasPrefix(loc, "postgresql://"):
+		return storeOpened(openPostgres(ctx, loc, readOnly))
+	case strings.Contains(loc, "://"):
+		return nil, usageErr("store %q: unknown kind; use a path, sqlite:PATH or postgres://…", postgres.Redact(loc))
+	default:
+		path = loc
+	}
+	return storeOpened(openSQLite(ctx, path, readOnly))
+}
+
+// openPostgres opens a PostgreSQL store, read-only when asked; a schema a
+// read-only open cannot read is opened read-write, which upgrades it when
+// this role may.
+func openPostgres(ctx context.Context, dsn string, readOnly bool) (store.Store, error) {
+	if !readOnly {
+		return postgres.Open(ctx, dsn)
+	}
+	st, err := postgres.OpenReadOnly(ctx, dsn)
+	if !errors.Is(err, store.ErrSchemaOld) {
+		return st, err
+	}
+	st, rwErr := postgres.Open(ctx, dsn)
+	if rwErr != nil {
+		return nil, fmt.Errorf("%w; upgrading it failed: %w", err, rwErr)
+	}
+	return st, nil
+}
+
+// openSQLite opens a SQLite store, read-only when asked; a file that does
+// not exist yet is created, and one whose schema is older upgraded, by a
+// read-write open, only when this user may write it.
+func openSQLite(ctx context.Context, path string, readOnly bool) (store.Store, error) {
+	if !readOnly {
+		return sqlite.Open(ctx, path)
+	}
+	st, err := sqlite.OpenReadOnly(ctx, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return sqlite.Open(ctx, path)
+	case errors.Is(err, store.ErrSchemaOld):
+		if !mayWrite(path) || !mayWrite(filepath.Dir(path)) {
+			return nil, fmt.Errorf("%w; a layover command run by a user who may write the store upgrades it", err)
+		}
+		return sqlite.Open(ctx, path)
+	}
+	return st, err
+}
+
+// mayWrite reports whether this process may write path (access(2) W_OK).
+func mayWrite(path string) bool {
+	const wOK = 2
+	return syscall.Access(path, wOK) == nil
+}
+
+// storeOpened maps the error of opening a store to an exit code: the
+// location is wrong (2), else the store is unusable (125).
+func storeOpened(st store.Store, err error) (store.Store, error) {
+	if err == nil {
+		return st, nil
+	}
+	var pe *sqlite.PathError
+	var de *postgres.DSNError
+	if errors.As(err, &pe) || errors.As(err, &de) {
+		return nil, usageErr("%v", err)
+	}
+	return nil, internalErr("%v", err)
+}
