@@ -140,52 +140,6 @@ func TestOperatorTransitions(t *testing.T) {
 	}
 }
 
-// run --defer-after: a wait longer than allowed becomes a receipt on the
-// last stdout line and exit 6; receipt validate accepts it.
-func TestRunDefersWithReceipt(t *testing.T) {
-	t.Parallel()
-	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(3*time.Hour))
-	r := b.layover(runArgs([]string{"--defer-after", "1m"}, "gh", "api", "/repos/octo/demo")...)
-	if r.code != 6 {
-		t.Fatalf("exit %d, want 6; stderr:\n%s", r.code, r.stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	last := lines[len(lines)-1]
-	file := filepath.Join(b.dir, "receipt.json")
-	if err := os.WriteFile(file, []byte(last), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	v := b.layover("receipt", "validate", file)
-	if v.code != 0 || !strings.Contains(v.stdout, "rest-reserve") || !strings.Contains(v.stdout, "handoff") {
-		t.Fatalf("receipt validate: %d %q %q\nreceipt: %s", v.code, v.stdout, v.stderr, last)
-	}
-	for _, secret := range []string{testToken, "octo/demo", "127.0.0.1", "octocat"} {
-		if strings.Contains(last, secret) {
-			t.Errorf("the receipt holds %q: %s", secret, last)
-		}
-	}
-	if b.ghRuns() != 1 {
-		t.Errorf("gh ran %d times", b.ghRuns())
-	}
-	// Without --defer-after the same run would wait (here: past the cap, so
-	// it fails at once) and never defers.
-	if r := b.layover(runArgs(nil, "gh", "api", "/repos/octo/demo")...); r.code != 1 || strings.Contains(r.stdout, "deferred-receipt") {
-		t.Fatalf("run without --defer-after: exit %d", r.code)
-	}
-}
-
-// A reset more than 24 h away yields no receipt: run fails as it would have.
-func TestRunNoReceiptBeyond24Hours(t *testing.T) {
-	t.Parallel()
-	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(30*time.Hour))
-	r := b.layover(runArgs([]string{"--defer-after", "0s"}, "gh", "api", "/repos/octo/demo")...)
-	if r.code != 1 || !strings.Contains(r.stderr, "more than 24h") || strings.Contains(r.stdout, "deferred-receipt") {
-		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
-	}
-}
-
 // The durable host end to end: run --submit defers with retained ownership
 // while serve is live, serve wakes the job after the reset and completes it
 // as a fresh run; a submitted job runs; SIGTERM stops serve with exit 0.

@@ -11,6 +11,12 @@ import (
 	"github.com/layoverhq/layover/internal/fake"
 )
 
+// The rules of run's engine (the cap, secondary retries, --quota before the
+// start, the stale reset, deferral) are tested in process on a fake clock
+// in package command (command/run_test.go). The tests here prove the
+// binary's wiring: flags, the fake gh's real output, stderr lines, exit
+// codes and what status shows of a waiting process.
+
 var quick = []string{"--reset-margin", "0s", "--jitter", "0s"}
 
 func runArgs(extra []string, cmd ...string) []string {
@@ -55,84 +61,6 @@ func TestRunWaitsOutGraphQLExhaustion(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "for the GitHub quota (graphql)") {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
-}
-
-// A wait that would pass the total cap is not started: the command fails as
-// it would have, and says why.
-func TestRunCapRefusesLongWait(t *testing.T) {
-	t.Parallel()
-	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(3*time.Hour))
-	r := b.layover(runArgs(nil, "gh", "api", "/repos/octo/demo")...)
-	if r.code != 1 {
-		t.Fatalf("exit %d, want gh's own 1; stderr:\n%s", r.code, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "past the 2h0m0s cap") {
-		t.Errorf("stderr does not say why:\n%s", r.stderr)
-	}
-	if b.ghRuns() != 1 {
-		t.Errorf("gh ran %d times", b.ghRuns())
-	}
-	// The Quota wait was recorded: a --quota run now exits 75 without
-	// starting, and status shows the wait.
-	r = b.layover(runArgs([]string{"--quota", "github"}, "gh", "api", "/repos/octo/demo")...)
-	if r.code != 75 || b.ghRuns() != 1 {
-		t.Fatalf("--quota run: exit %d, gh runs %d; want 75 and no run. stderr:\n%s", r.code, b.ghRuns(), r.stderr)
-	}
-	st := b.layover("status")
-	if !strings.Contains(st.stdout, "Quota wait until") {
-		t.Errorf("status:\n%s", st.stdout)
-	}
-}
-
-// With --quota, a key the ledger holds as exhausted is waited out before the
-// command's first call.
-func TestRunQuotaWaitsBeforeStart(t *testing.T) {
-	t.Parallel()
-	b := setup(t, fake.GitHubConfig{})
-	b.gh.SetQuota(testToken, "core", 0, nextSecond(4*time.Second))
-	// A skipped pass records the exhaustion in the ledger.
-	if r := b.layover("pass", "--", "true"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	r := b.layover(runArgs([]string{"--quota", "github:core"}, "gh", "api", "/repos/octo/demo")...)
-	if r.code != 0 || !strings.Contains(r.stderr, "Waited ") {
-		t.Fatalf("exit %d stderr:\n%s", r.code, r.stderr)
-	}
-	if n := b.ghRuns(); n != 1 {
-		t.Errorf("gh ran %d times; want once, after the wait", n)
-	}
-}
-
-// A secondary limit is retried after its retry-after, a bounded number of
-// times.
-func TestRunSecondaryLimit(t *testing.T) {
-	t.Parallel()
-	t.Run("retried", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, fake.GitHubConfig{})
-		b.gh.Script("/repos/octo/demo", fake.SecondaryLimit(1))
-		// gh does not show retry-after, so the secondary wait applies.
-		r := b.layover(runArgs([]string{"--secondary-wait", "1s"}, "gh", "api", "/repos/octo/demo")...)
-		if r.code != 0 || b.ghRuns() != 2 {
-			t.Fatalf("exit %d, gh runs %d; stderr:\n%s", r.code, b.ghRuns(), r.stderr)
-		}
-		if !strings.Contains(r.stderr, "Secondary limit wait") {
-			t.Errorf("stderr:\n%s", r.stderr)
-		}
-	})
-	t.Run("bounded", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, fake.GitHubConfig{})
-		b.gh.Script("/repos/octo/demo", fake.SecondaryLimit(0), fake.SecondaryLimit(0), fake.SecondaryLimit(0))
-		r := b.layover(runArgs([]string{"--secondary-wait", "10ms", "--secondary-retries", "2"}, "gh", "api", "/repos/octo/demo")...)
-		if r.code != 1 || b.ghRuns() != 3 {
-			t.Fatalf("exit %d, gh runs %d; want 1 after 1+2 runs. stderr:\n%s", r.code, b.ghRuns(), r.stderr)
-		}
-		if !strings.Contains(r.stderr, "after 2 retries") {
-			t.Errorf("stderr:\n%s", r.stderr)
-		}
-	})
 }
 
 // Auth failures and permanent errors are never waited out.
