@@ -1,7 +1,9 @@
-// Package cli is layover's command line. Each command lives in its own file
-// with an Options struct and a run function; Main dispatches. Everything a
-// command touches of the outside world (streams, environment, clock, random
-// source, signals) comes in through Env, so tests run commands in process.
+// Package cli is layover's command line: flags, output and exit codes. Each
+// command lives in its own file with an Options struct (run's is a
+// command.Config: its engine is package command) and a run function; Main
+// dispatches. Everything a command touches of the outside world (streams,
+// environment, clock, random source, signals) comes in through Env, so
+// tests run commands in process.
 package cli
 
 import (
