@@ -11,6 +11,7 @@ import (
 
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/llm"
+	"github.com/layoverhq/layover/provider/resetparse"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -297,7 +298,7 @@ func (e *evidence) retryAfter(now time.Time) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	return parseRetryAfter(v, e.rate.date, now)
+	return resetparse.RetryAfter(v, e.rate.date, now)
 }
 
 // limited classifies a 403 or 429 (or a gh failure whose status is unknown

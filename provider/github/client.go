@@ -16,6 +16,7 @@ import (
 
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/internal/llm"
+	"github.com/layoverhq/layover/provider/resetparse"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -167,10 +168,7 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, time.Time, error
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, time.Time{}, &StatusError{StatusCode: resp.StatusCode, Message: errorMessage(resp.StatusCode, body)}
 	}
-	var date time.Time
-	if t, err := parseHTTPDate(resp.Header.Get("Date")); err == nil && t.Unix() > 0 {
-		date = t
-	}
+	date, _ := resetparse.HTTPDate(resp.Header.Get("Date"))
 	return body, date, nil
 }
 
@@ -250,10 +248,11 @@ func parseRateResource(name string, raw json.RawMessage, date, now time.Time) (q
 	// digits only, so strings, fractions, exponents and negatives fail.
 	limit, ok1 := parseCount(string(r.Limit))
 	remaining, ok2 := parseCount(string(r.Remaining))
-	reset, ok3 := parseEpochSeconds(string(r.Reset))
+	resetAt, ok3 := resetparse.EpochSeconds(string(r.Reset))
 	if !ok1 || !ok2 || !ok3 {
 		return quota.State{}, false
 	}
+	reset := resetAt.Unix()
 	s := llm.HeaderState(res, limit, remaining, resetOnOurClock(reset, date, now), reset, now)
 	s.Source = quota.SourceRateLimit // read from GET /rate_limit, not a response's headers
 	return s, true

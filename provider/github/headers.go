@@ -14,16 +14,8 @@ import (
 // Provider is the Outcome.Provider of every classification in this package.
 const Provider = "github"
 
-// Bounds on values that can be right. A reset of maxEpochSeconds or more is
-// epoch milliseconds (or past the year 2286) and is rejected.
-const (
-	maxEpochSeconds = 1e10
-	// maxRetryAfter is the longest retry-after believed; longer ones are
-	// treated as not stated.
-	maxRetryAfter = 366 * 24 * time.Hour
-	// maxResourceLen bounds an x-ratelimit-resource value.
-	maxResourceLen = 64
-)
+// maxResourceLen bounds an x-ratelimit-resource value.
+const maxResourceLen = 64
 
 // rateHeaders is what the x-ratelimit-* and Date headers of one response
 // said.
@@ -64,8 +56,8 @@ func parseRateHeaders(h http.Header) rateHeaders {
 	r.remaining = count("X-Ratelimit-Remaining")
 	if v, ok := headerValue(h, "X-Ratelimit-Reset"); ok {
 		r.present = true
-		if n, ok := parseEpochSeconds(v); ok {
-			r.reset = n
+		if t, ok := resetparse.EpochSeconds(v); ok {
+			r.reset = t.Unix()
 		} else {
 			r.bad = true
 		}
@@ -81,9 +73,7 @@ func parseRateHeaders(h http.Header) rateHeaders {
 		r.resource = "core"
 	}
 	if v, ok := headerValue(h, "Date"); ok {
-		if t, err := parseHTTPDate(v); err == nil && t.Unix() > 0 {
-			r.date = t
-		}
+		r.date, _ = resetparse.HTTPDate(v)
 	}
 	return r
 }
@@ -110,16 +100,6 @@ func parseCount(v string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
-}
-
-// parseEpochSeconds parses a positive epoch-seconds reset, rejecting epoch
-// milliseconds by magnitude.
-func parseEpochSeconds(v string) (int64, bool) {
-	n, ok := parseCount(v)
-	if !ok || n <= 0 || n >= maxEpochSeconds {
-		return 0, false
-	}
-	return n, true
 }
 
 // cleanResource lowercases a resource name and checks that it is short and
@@ -184,34 +164,4 @@ func Observations(h http.Header, now time.Time) []quota.State {
 		return []quota.State{s}
 	}
 	return nil
-}
-
-// parseRetryAfter parses a Retry-After value: whole non-negative seconds,
-// measured from now (receipt time), or an HTTP-date, measured from the
-// response's date when known (else from now) and never negative. Values
-// past maxRetryAfter are not believed.
-func parseRetryAfter(v string, date, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, ok := parseCount(v); ok {
-		if n > int64(maxRetryAfter/time.Second) {
-			return 0, false
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := parseHTTPDate(v)
-	if err != nil {
-		return 0, false
-	}
-	base := now
-	if !date.IsZero() {
-		base = date
-	}
-	d := max(t.Sub(base), 0)
-	if d > maxRetryAfter {
-		return 0, false
-	}
-	return d, true
 }

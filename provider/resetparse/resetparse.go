@@ -18,7 +18,6 @@
 package resetparse
 
 import (
-	"net/http"
 	"strings"
 	"time"
 )
@@ -130,7 +129,7 @@ func HTTPDate(s string) (time.Time, bool) {
 	if len(s) == 0 || len(s) > maxInput {
 		return time.Time{}, false
 	}
-	t, err := http.ParseTime(s)
+	t, err := httpTime(s)
 	if err != nil || !inRange(t) {
 		return time.Time{}, false
 	}

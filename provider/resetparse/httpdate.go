@@ -1,15 +1,15 @@
-package github
+package resetparse
 
 import (
 	"net/http"
 	"time"
 )
 
-// parseHTTPDate parses an HTTP date as http.ParseTime does. The form every
+// httpTime parses an HTTP date as http.ParseTime does. The form every
 // server sends (IMF-fixdate, "Sun, 30 Nov 2025 10:00:00 GMT") is read
-// directly, without time.Parse's layout machinery: it is on every
+// directly, without time.Parse's layout machinery: it is the Date of every
 // response the transport observes. Anything else goes to http.ParseTime.
-func parseHTTPDate(v string) (time.Time, error) {
+func httpTime(v string) (time.Time, error) {
 	if t, ok := parseIMFFixdate(v); ok {
 		return t, nil
 	}

@@ -1,4 +1,4 @@
-package github
+package resetparse
 
 import (
 	"fmt"
@@ -9,14 +9,15 @@ import (
 	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
-func TestParseHTTPDate(t *testing.T) {
+func TestHTTPTime(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{
 		"Sun, 30 Nov 2025 10:00:00 GMT", "Thu, 29 Feb 2024 23:59:59 GMT", "Mon, 01 Jan 0001 00:00:00 GMT",
 		"Sunday, 30-Nov-25 10:00:00 GMT", "Sun Nov 30 10:00:00 2025", // other HTTP forms go to http.ParseTime
 		"Sun, 29 Feb 2025 10:00:00 GMT", "Sun, 30 Nov 2025 24:00:00 GMT", "Sun, 30 Nov 2025 10:00:00 UTC",
 		"Xyz, 30 Nov 2025 10:00:00 GMT", "Sun, 3O Nov 2025 10:00:00 GMT", "Sun, 30 nov 2025 10:00:00 GMT", "",
 	} {
-		got, gotErr := parseHTTPDate(v)
+		got, gotErr := httpTime(v)
 		want, wantErr := http.ParseTime(v)
 		if (gotErr == nil) != (wantErr == nil) || !got.Equal(want) {
 			t.Errorf("%q: got %v, %v; http.ParseTime %v, %v", v, got, gotErr, want, wantErr)
@@ -25,13 +26,13 @@ func TestParseHTTPDate(t *testing.T) {
 }
 
 // The fast path never disagrees with http.ParseTime.
-func FuzzParseHTTPDate(f *testing.F) {
+func FuzzIMFFixdate(f *testing.F) {
 	for _, s := range []string{"Sun, 30 Nov 2025 10:00:00 GMT", "Thu, 29 Feb 2024 23:59:59 GMT", "Sun, 31 Apr 2025 10:00:00 GMT"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		fuzzbound.Run(t, func() {
-			got, gotErr := parseHTTPDate(v)
+			got, gotErr := httpTime(v)
 			want, wantErr := http.ParseTime(v)
 			// The same instant in a zone of the same name and offset: each
 			// parse of an unknown zone name makes a new Location.
@@ -44,11 +45,11 @@ func FuzzParseHTTPDate(f *testing.F) {
 	})
 }
 
-func BenchmarkParseHTTPDate(b *testing.B) {
+func BenchmarkHTTPTime(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		parse func(string) (time.Time, error)
-	}{{"fast", parseHTTPDate}, {"http.ParseTime", http.ParseTime}} {
+	}{{"fast", httpTime}, {"http.ParseTime", http.ParseTime}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				_, _ = bc.parse("Sun, 30 Nov 2025 10:00:00 GMT")
@@ -60,7 +61,7 @@ func BenchmarkParseHTTPDate(b *testing.B) {
 // Well-formed and nearly well-formed IMF-fixdates, field by field, so the
 // fuzzer reaches the fast path's checks (days of months, leap years, hours
 // past 23) that random strings rarely do.
-func FuzzParseHTTPDateFields(f *testing.F) {
+func FuzzIMFFixdateFields(f *testing.F) {
 	f.Add(uint8(6), uint8(30), uint8(10), uint16(2025), uint8(10), uint8(0), uint8(0))
 	f.Add(uint8(3), uint8(29), uint8(1), uint16(2024), uint8(23), uint8(59), uint8(59))
 	f.Fuzz(func(t *testing.T, wd, day, mon uint8, year uint16, hh, mm, ss uint8) {
@@ -69,7 +70,7 @@ func FuzzParseHTTPDateFields(f *testing.F) {
 			months := []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Foo", "jan"}
 			v := fmt.Sprintf("%s, %02d %s %04d %02d:%02d:%02d GMT", days[int(wd)%len(days)], day%100,
 				months[int(mon)%len(months)], year%10000, hh%100, mm%100, ss%100)
-			got, gotErr := parseHTTPDate(v)
+			got, gotErr := httpTime(v)
 			want, wantErr := http.ParseTime(v)
 			// The same instant in a zone of the same name and offset: each
 			// parse of an unknown zone name makes a new Location.
