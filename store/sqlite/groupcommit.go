@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,17 +13,23 @@ import (
 // statements of one job change, so the job writes of one Store share
 // commits: callers queue their work, and one writer at a time runs
 // whatever is queued (up to maxBatch pieces) in one immediate transaction,
-// each piece inside its own SAVEPOINT. A piece that fails rolls back only
-// itself and returns its own error; the others commit. Every caller returns
-// only after the transaction holding its piece committed, so a nil error
-// still means "durable". Pieces run in queue order, each seeing the ones
-// before it, so a batch means exactly what running them one by one would.
+// each piece inside its own SAVEPOINT (a lone piece needs none). A piece
+// that fails rolls back only itself and returns its own error; the others
+// commit. Every caller returns only after the transaction holding its
+// piece committed, so a nil error still means "durable". Pieces run in
+// queue order, each seeing the ones before it, so a batch means exactly
+// what running them one by one would.
 //
 // There is no timer: a lone call starts a writer at once and runs in a
 // batch of one. The caller that finds no writer becomes it; after its own
 // batch it hands any work queued meanwhile to a new goroutine, which exits
-// when the queue is empty. No goroutine outlives the calls in flight, so
-// Close needs no hook.
+// when the queue is empty. No goroutine outlives the calls in flight.
+//
+// Every batch of a Store runs on the same connection (writerConn), kept
+// from batch to batch with its statements, BEGIN and COMMIT included,
+// prepared on it once: no transaction object, no statement bound anew per
+// transaction, and a page cache that holds what the last batch wrote.
+// Close closes it.
 
 // maxBatch bounds the pieces one transaction holds.
 const maxBatch = 256
@@ -144,27 +151,39 @@ func runPieces(s *Store, pieces []*piece) {
 			}
 		}
 	}
-	// The transaction belongs to every caller in it, so no caller's context
-	// may end it; the busy timeout bounds its wait for the lock.
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b, err := s.begin()
 	if err != nil {
 		fail(err)
 		return
 	}
-	b := &batch{ctx: ctx, s: s, tx: tx}
-	// Each SAVEPOINT copies the pages it changes to a sub-journal, a temp
-	// file by default: a write syscall per page. Keep it in memory. (A
-	// no-op once set on the connection; should it fail, the batch is only
-	// slower.)
-	_ = b.exec("PRAGMA temp_store = MEMORY")
+	if len(pieces) == 1 {
+		// A lone piece needs no SAVEPOINT: the transaction holds nothing
+		// else, so rolling it back undoes exactly the piece.
+		p := pieces[0]
+		if p.panicked, p.err = p.call(b); p.err != nil || p.panicked != nil {
+			b.rollback()
+			return
+		}
+	} else if err := runSavepoints(b, pieces); err != nil {
+		b.rollback()
+		fail(err)
+		return
+	}
+	if err := b.exec("COMMIT"); err != nil {
+		b.rollback()
+		fail(fmt.Errorf("commit: %w", err))
+	}
+}
+
+// runSavepoints runs pieces in b, each inside its own SAVEPOINT, rolling
+// back to it a piece that fails. An error is the batch's: its transaction
+// must be rolled back.
+func runSavepoints(b *batch, pieces []*piece) error {
 	for _, p := range pieces {
 		if err := b.exec("SAVEPOINT piece"); err != nil {
-			// Best effort: the batch fails with err either way; the
-			// rollback only ends the transaction.
-			_ = tx.Rollback()
-			fail(err)
-			return
+			return err
 		}
 		p.panicked, p.err = p.call(b)
 		if p.err != nil || p.panicked != nil {
@@ -172,22 +191,14 @@ func runPieces(s *Store, pieces []*piece) {
 			// disk) makes this fail too: then nothing of the batch
 			// committed.
 			if err := b.exec("ROLLBACK TO piece"); err != nil {
-				// As above: err is what the batch fails with.
-				_ = tx.Rollback()
-				fail(fmt.Errorf("batch rolled back: %w", err))
-				return
+				return fmt.Errorf("batch rolled back: %w", err)
 			}
 		}
 		if err := b.exec("RELEASE piece"); err != nil {
-			// As above: err is what the batch fails with.
-			_ = tx.Rollback()
-			fail(fmt.Errorf("batch rolled back: %w", err))
-			return
+			return fmt.Errorf("batch rolled back: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		fail(fmt.Errorf("commit: %w", err))
-	}
+	return nil
 }
 
 // call runs the piece, turning a panic (a Mutate bug, say) into a value its
@@ -201,18 +212,92 @@ func (p *piece) call(b *batch) (panicked any, err error) {
 	return nil, p.fn(b)
 }
 
-// batch is the transaction of one group commit. Its statements are the
-// Store's (see Store.stmt), prepared once per connection, not per
-// transaction: with wake-ups spread out most batches hold one or two
-// pieces, and parsing every statement again in each was a third of the
-// host's CPU. stmts keeps them bound to tx for the pieces after the one
-// that first ran them; tx closes these bindings when it ends, not the
-// statements.
-type batch struct {
-	ctx   context.Context
-	s     *Store
-	tx    *sql.Tx
+// writerConn is the connection a Store's group-commit writer runs its
+// transactions on, and the statements prepared on it, by query text (a
+// fixed set of constants, as for Store.stmt). Only the writer uses it,
+// holding Store.wmu.
+type writerConn struct {
+	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+}
+
+// begin starts a batch's immediate transaction on the writer's connection,
+// taking one from the pool first when the writer has none. The caller
+// holds s.wmu. After Close it fails: the pool is closed.
+func (s *Store) begin() (*batch, error) {
+	// The transaction belongs to every caller in it, so no caller's context
+	// may end it; the busy timeout bounds its wait for the lock.
+	ctx := context.Background()
+	if s.w == nil {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.w = &writerConn{conn: conn, stmts: map[string]*sql.Stmt{}}
+		// Each SAVEPOINT copies the pages it changes to a sub-journal, a
+		// temp file by default: a write syscall per page. Keep it in
+		// memory. (Should it fail, batches are only slower.)
+		_, _ = conn.ExecContext(ctx, "PRAGMA temp_store = MEMORY")
+	}
+	b := &batch{ctx: ctx, s: s, w: s.w}
+	if err := b.exec("BEGIN IMMEDIATE"); err != nil {
+		s.dropWriter()
+		return nil, err
+	}
+	return b, nil
+}
+
+// rollback ends a batch's transaction, keeping nothing of it. Should the
+// rollback fail (the transaction may already have been rolled back by
+// SQLite, after an I/O error say), the connection is not trusted again:
+// it is closed, and the next batch takes another.
+func (b *batch) rollback() {
+	if err := b.exec("ROLLBACK"); err != nil {
+		b.s.dropWriter()
+	}
+}
+
+// dropWriter closes the writer's connection and its statements. The caller
+// holds s.wmu.
+func (s *Store) dropWriter() {
+	if s.w == nil {
+		return
+	}
+	for _, st := range s.w.stmts {
+		// Closing a statement of a connection being closed: nothing to
+		// report.
+		_ = st.Close()
+	}
+	// driver.ErrBadConn makes database/sql close the connection instead of
+	// pooling it (which also ends the Conn).
+	_ = s.w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	s.w = nil
+}
+
+// closeWriter gives the writer's connection back to the pool, for
+// Store.Close to close with the others; a batch in flight ends first, and
+// any write after Close fails.
+func (s *Store) closeWriter() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.w == nil {
+		return
+	}
+	for _, st := range s.w.stmts {
+		// Close reports the database's own close; a statement's adds
+		// nothing.
+		_ = st.Close()
+	}
+	_ = s.w.conn.Close()
+	s.w = nil
+}
+
+// batch is the transaction of one group commit, on the writer's
+// connection.
+type batch struct {
+	ctx context.Context
+	s   *Store
+	w   *writerConn
 }
 
 func (b *batch) exec(query string) error {
@@ -220,22 +305,18 @@ func (b *batch) exec(query string) error {
 	return err
 }
 
-// stmt returns the Store's statement for query, bound to this
-// transaction. Should preparing it on the transaction's connection fail,
-// every use of it in this batch fails with that error; the next batch
-// prepares it again.
+// stmt returns query prepared on the writer's connection, preparing it on
+// first use. A statement that cannot be prepared is tried again the next
+// time.
 func (b *batch) stmt(query string) (*sql.Stmt, error) {
-	if st, ok := b.stmts[query]; ok {
+	if st, ok := b.w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := b.s.txStmt(b.ctx, b.tx, query)
+	st, err := b.w.conn.PrepareContext(b.ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if b.stmts == nil {
-		b.stmts = map[string]*sql.Stmt{}
-	}
-	b.stmts[query] = st
+	b.w.stmts[query] = st
 	return st, nil
 }
 

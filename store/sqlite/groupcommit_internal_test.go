@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,6 +208,11 @@ func TestCloseClosesStatements(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The writer's connection too is closed, so that the last close
+	// checkpoints the WAL.
+	if n := s.db.Stats().OpenConnections; n != 0 || s.w != nil {
+		t.Errorf("after Close: %d connections open, writer's %v; want none", n, s.w)
+	}
 	s.prepared.Range(func(q, _ any) bool {
 		t.Errorf("still kept after Close: %.40q", q)
 		return true
@@ -225,4 +232,95 @@ func TestCloseClosesStatements(t *testing.T) {
 		t.Errorf("prepared after Close: %.40q", q)
 		return true
 	})
+}
+
+// hostsIn reads the ids of the hosts registered in s, sorted.
+func hostsIn(t *testing.T, s *Store) []string {
+	t.Helper()
+	hosts, err := s.Hosts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hosts {
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
+// registerPiece is a piece that registers host id, then fails with fail
+// when it is not nil, having written.
+func registerPiece(id string, fail error) *piece {
+	return &piece{done: make(chan struct{}), fn: func(b *batch) error {
+		if _, err := b.Exec(upsertHost, id, "h", 1, 0, 0); err != nil {
+			return err
+		}
+		return fail
+	}}
+}
+
+// TestBatchFailures: a piece that wrote and then failed leaves nothing,
+// alone in its batch (no SAVEPOINT: the transaction is rolled back) or
+// among others (rolled back to its SAVEPOINT, the others committed); each
+// gets its own answer, and the writer keeps its connection.
+func TestBatchFailures(t *testing.T) {
+	t.Parallel()
+	s, cc := openCounting(t)
+	boom := errors.New("boom")
+
+	lone := registerPiece("lone", boom)
+	runPieces(s, []*piece{lone})
+	if !errors.Is(lone.err, boom) {
+		t.Errorf("the lone piece got %v, want its own error", lone.err)
+	}
+	if ids := hostsIn(t, s); len(ids) != 0 {
+		t.Errorf("after a lone piece failed the store holds hosts %v, want none", ids)
+	}
+	connects := cc.connects.Load()
+
+	batch := []*piece{registerPiece("a", nil), registerPiece("b", boom), registerPiece("c", nil)}
+	runPieces(s, batch)
+	for i, want := range []error{nil, boom, nil} {
+		if !errors.Is(batch[i].err, want) || (want == nil) != (batch[i].err == nil) {
+			t.Errorf("piece %d got %v, want %v", i, batch[i].err, want)
+		}
+	}
+	if ids := hostsIn(t, s); !slices.Equal(ids, []string{"a", "c"}) {
+		t.Errorf("after the batch the store holds hosts %v, want [a c]", ids)
+	}
+	if n := cc.connects.Load() - connects; n != 0 {
+		t.Errorf("the writer opened %d connections after pieces failed, want 0", n)
+	}
+}
+
+// TestWriterDropsAnUntrustedConnection: when a batch's transaction cannot
+// be rolled back (here a piece ended it itself; an I/O error does the
+// same), the writer closes its connection and the next batch takes a new
+// one, in a clean state.
+func TestWriterDropsAnUntrustedConnection(t *testing.T) {
+	t.Parallel()
+	s, cc := openCounting(t)
+	boom := errors.New("boom")
+	ended := &piece{done: make(chan struct{}), fn: func(b *batch) error {
+		if err := b.exec("ROLLBACK"); err != nil {
+			return err
+		}
+		return boom
+	}}
+	runPieces(s, []*piece{ended})
+	if !errors.Is(ended.err, boom) {
+		t.Errorf("the piece got %v, want its own error", ended.err)
+	}
+	connects := cc.connects.Load()
+	next := registerPiece("next", nil)
+	runPieces(s, []*piece{next})
+	if next.err != nil {
+		t.Fatalf("the next batch: %v", next.err)
+	}
+	if n := cc.connects.Load() - connects; n != 1 {
+		t.Errorf("the next batch opened %d connections, want 1", n)
+	}
+	if ids := hostsIn(t, s); !slices.Equal(ids, []string{"next"}) {
+		t.Errorf("the store holds hosts %v, want [next]", ids)
+	}
 }

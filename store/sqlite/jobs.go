@@ -38,8 +38,10 @@ const jobColumns = `id, spec, state, stage, ownership, created_at_ms, updated_at
 const (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
+	// insertJob inserts a new job, or nothing when its id is taken (no
+	// row changed): SubmitJob then reads the stored one.
 	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 
 	updateJob = `UPDATE jobs SET state = ?, stage = ?, ownership = ?, updated_at_ms = ?, run_at_ms = ?,
 	resume_by_ms = ?, fence = ?, lease_owner = ?, lease_until_ms = ?, progress_by_ms = ?, attempts = ?,
@@ -52,6 +54,12 @@ const (
 
 	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
 	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM job_receipt WHERE job_id = ?1`
+
+	// A job SubmitJob has just inserted has no history yet: its submission
+	// and its receipt are the first, seq 1, with no look-up.
+	insertFirstTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+	VALUES (?, 1, ?, ?, ?, ?)`
+	insertFirstReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES (?, 1, ?, ?)`
 
 	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
 	outcome, exit_code, waited_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -236,26 +244,33 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 
 	var out job.Job
 	var created bool
+	args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline))
 	err = s.write(ctx, func(b *batch) error {
-		old, err := loadJob(b, j.ID)
-		switch {
-		case err == nil && old.Spec.Equal(j.Spec):
-			out = old
-			return nil
-		case err == nil:
-			return job.ErrConflict
-		case !errors.Is(err, job.ErrNotFound):
+		// Insert first and read only when the id is taken: a new job, the
+		// common case, costs no look-up.
+		res, err := b.Exec(insertJob, args...)
+		if err != nil {
 			return err
 		}
-		args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline))
-		if _, err := b.Exec(insertJob, args...); err != nil {
+		if n, err := res.RowsAffected(); err != nil {
 			return err
+		} else if n == 0 {
+			old, err := loadJob(b, j.ID)
+			switch {
+			case err != nil:
+				return err
+			case old.Spec.Equal(j.Spec):
+				out, created = old, false
+				return nil
+			default:
+				return job.ErrConflict
+			}
 		}
-		if _, err := b.Exec(insertTransition, j.ID, "", string(j.State), store.MS(now), reasonSubmitted); err != nil {
+		if _, err := b.Exec(insertFirstTransition, j.ID, "", string(j.State), store.MS(now), reasonSubmitted); err != nil {
 			return err
 		}
 		if rc != nil {
-			if _, err := b.Exec(insertReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
+			if _, err := b.Exec(insertFirstReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
 				return err
 			}
 		}

@@ -86,6 +86,53 @@ func TestGroupCommit(t *testing.T) {
 		}
 	})
 
+	t.Run("SameIDAtOnce", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		s := open(t, filepath.Join(t.TempDir(), "layover.db"))
+
+		// Submits of one id from many goroutines, every fourth with another
+		// spec, whatever the batches: one creates the job; those with its
+		// spec get it back, the others job.ErrConflict; the job has one
+		// submission and one receipt.
+		const n = 64
+		name := func(i int) string { return map[bool]string{false: "same", true: "other"}[i%4 == 3] }
+		created := make([]bool, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				j := storetest.BenchJob("same", base)
+				j.Spec.Name = name(i)
+				_, created[i], errs[i] = s.SubmitJob(ctx, j, &job.Receipt{JSON: []byte(`{"v":1}`), IssuedAt: base}, base)
+			})
+		}
+		wg.Wait()
+		stored, err := s.Job(ctx, "same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		news := 0
+		for i := range n {
+			switch {
+			case created[i]:
+				news++
+			case name(i) == stored.Spec.Name && errs[i] != nil:
+				t.Errorf("submit %d of the stored spec: %v, want the job back", i, errs[i])
+			case name(i) != stored.Spec.Name && !errors.Is(errs[i], job.ErrConflict):
+				t.Errorf("submit %d of another spec: %v, want job.ErrConflict", i, errs[i])
+			}
+		}
+		h, err := s.JobHistory(ctx, "same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if news != 1 || len(h.Transitions) != 1 || len(h.Receipts) != 1 {
+			t.Errorf("%d submits created the job; it has %d transitions, %d receipts; want 1, 1, 1",
+				news, len(h.Transitions), len(h.Receipts))
+		}
+	})
+
 	t.Run("PanicReachesItsCaller", func(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()

@@ -50,6 +50,11 @@ type Store struct {
 	// query per Store, shared by every connection and transaction, closed
 	// by Close.
 	prepared sync.Map
+
+	// w is the group-commit writer's connection (see writerConn); wmu is
+	// held by the writer for a whole batch, and by Close.
+	wmu sync.Mutex
+	w   *writerConn
 }
 
 var _ store.Store = (*Store)(nil)
@@ -334,6 +339,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 // still in use by a transaction is closed when that transaction ends; a
 // call made after Close fails.
 func (s *Store) Close() error {
+	s.closeWriter()
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
 	for i := range s.states {
