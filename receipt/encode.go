@@ -3,8 +3,10 @@ package receipt
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -64,11 +66,25 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 // included, whatever their declaration order; no white space; strings in
 // UTF-8 with only '"', '\\' and control characters escaped (no HTML
 // escaping of <, > and &, and U+2028/U+2029 as they are); numbers as
-// encoding/json writes them. v is first marshalled by encoding/json (so its
-// tags apply and a nil slice is null); a string that is not valid UTF-8 is
-// therefore coerced to U+FFFD — callers that must refuse it check first, as
+// encoding/json writes them. v is rendered as encoding/json marshals it (so
+// its tags apply and a nil slice is null); a string that is not valid UTF-8
+// is therefore coerced to U+FFFD — callers that must refuse it check first, as
 // the digest functions do. No trailing newline.
 func CanonicalJSON(v any) ([]byte, error) {
+	// What Encode and the digests build (maps of string keys, string
+	// slices, strings, integers, booleans, nil) is written as it is: the
+	// round trip through encoding/json below renders it the same, byte for
+	// byte, at several times the cost. Anything else takes the round trip.
+	var out bytes.Buffer
+	if err := writeCanonical(&out, v, true); err == nil {
+		return out.Bytes(), nil
+	}
+	return canonicalRoundTrip(v)
+}
+
+// canonicalRoundTrip is CanonicalJSON through encoding/json: v marshalled,
+// decoded into plain values, and those written canonically.
+func canonicalRoundTrip(v any) ([]byte, error) {
 	var raw bytes.Buffer
 	enc := json.NewEncoder(&raw)
 	enc.SetEscapeHTML(false)
@@ -82,13 +98,21 @@ func CanonicalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	if err := writeCanonical(&out, g); err != nil {
+	if err := writeCanonical(&out, g, false); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
 }
 
-func writeCanonical(b *bytes.Buffer, v any) error {
+// errNotPlain stops writeCanonical at a value it does not write directly.
+var errNotPlain = errors.New("receipt: canonical JSON: not a plain value")
+
+// writeCanonical writes v as canonical JSON: a value decoded by
+// encoding/json (with UseNumber), or, when direct, one of Go's plain values
+// (int, int64 and []string too; no json.Number, which encoding/json would
+// check first, and no map key that is not UTF-8). Direct, any other value
+// is errNotPlain, with b partly written.
+func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -99,23 +123,56 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			b.WriteString("false")
 		}
 	case json.Number:
+		if direct {
+			// encoding/json checks the number first.
+			return errNotPlain
+		}
 		b.WriteString(string(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
 	case string:
 		writeString(b, x)
-	case []any:
+	case []string:
+		if x == nil {
+			b.WriteString("null")
+			break
+		}
 		b.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeCanonical(b, e); err != nil {
+			writeString(b, e)
+		}
+		b.WriteByte(']')
+	case []any:
+		if x == nil {
+			b.WriteString("null")
+			break
+		}
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, e, direct); err != nil {
 				return err
 			}
 		}
 		b.WriteByte(']')
 	case map[string]any:
+		if x == nil {
+			b.WriteString("null")
+			break
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
+			if direct && !utf8.ValidString(k) {
+				// encoding/json coerces such keys, which may then collide.
+				return errNotPlain
+			}
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
@@ -126,12 +183,15 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			}
 			writeString(b, k)
 			b.WriteByte(':')
-			if err := writeCanonical(b, x[k]); err != nil {
+			if err := writeCanonical(b, x[k], direct); err != nil {
 				return err
 			}
 		}
 		b.WriteByte('}')
 	default:
+		if direct {
+			return errNotPlain
+		}
 		return fmt.Errorf("receipt: canonical JSON: unexpected %T", v)
 	}
 	return nil
