@@ -8,9 +8,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/layoverhq/layover/provider/resetparse"
 )
 
 // Backoff gives the wait before a transient retry. Implementations must be
@@ -81,23 +82,14 @@ func transientErr(ctx context.Context, err error) bool {
 	return !strings.Contains(err.Error(), "unsupported protocol scheme")
 }
 
-// retryAfter returns a response's Retry-After in whole seconds, or an
-// HTTP-date measured from now; false when absent or unusable.
+// retryAfter returns the wait a response's Retry-After states, read by the
+// one rule every classifier reads it by (resetparse.RetryAfter): seconds,
+// whole or decimal, or an HTTP-date measured from the response's Date (else
+// from now), never negative; false when absent, unusable, or over
+// resetparse.MaxDelay in either form.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 || n > int64(24*time.Hour/time.Second) {
-			return 0, false
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
+	date, _ := resetparse.HTTPDate(h.Get("Date"))
+	return resetparse.RetryAfter(h.Get("Retry-After"), date, now)
 }
 
 // discard drains (a bounded amount of) a response body that will not be

@@ -208,6 +208,52 @@ func TestTransientRetriesAreBoundedWithBackoff(t *testing.T) {
 	}
 }
 
+// A transient failure's Retry-After is read by one rule in both its forms
+// (resetparse.RetryAfter): a stated wait within MaxTransientRetryAfter is
+// waited, a longer one returns the response at once, whether it is written
+// in seconds or as an HTTP-date, a day away or a minute.
+func TestTransientRetryAfterOneRuleForBothForms(t *testing.T) {
+	t.Parallel()
+	date := t0.UTC().Format(http.TimeFormat)
+	for name, c := range map[string]struct {
+		retryAfter string
+		wantCalls  int
+		wantWait   time.Duration
+	}{
+		"seconds, a minute":     {"60", 2, time.Minute},
+		"HTTP-date, a minute":   {t0.Add(time.Minute).UTC().Format(http.TimeFormat), 2, time.Minute},
+		"seconds, 25 hours":     {"90000", 1, 0},
+		"HTTP-date, 25 hours":   {t0.Add(25 * time.Hour).UTC().Format(http.TimeFormat), 1, 0},
+		"seconds, 10 minutes":   {"600", 1, 0},
+		"HTTP-date, 10 minutes": {t0.Add(10 * time.Minute).UTC().Format(http.TimeFormat), 1, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, setupOpts{follow: true})
+			r := fake.ServerError(http.StatusServiceUnavailable)
+			r.Header = http.Header{"Retry-After": {c.retryAfter}, "Date": {date}}
+			b.gh.Script("/repos/o/r", r)
+			status, _, err := b.do(t, b.request(t, context.Background(), http.MethodGet, "/repos/o/r", nil))
+			if err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			if got := b.calls(); got != c.wantCalls {
+				t.Fatalf("server saw %d requests (last status %d), want %d", got, status, c.wantCalls)
+			}
+			evs := b.drainEvents()
+			if c.wantCalls == 1 {
+				if status != http.StatusServiceUnavailable || len(evs) != 0 {
+					t.Errorf("status %d after waits %+v; want the 503 at once", status, evs)
+				}
+				return
+			}
+			if len(evs) != 1 || evs[0].Kind != transport.WaitTransient || evs[0].Wait != c.wantWait {
+				t.Errorf("waits = %+v, want one transient wait of %s", evs, c.wantWait)
+			}
+		})
+	}
+}
+
 func TestConnectionErrors(t *testing.T) {
 	t.Parallel()
 
