@@ -34,13 +34,15 @@ import (
 //   - The sweep clears the Stage of the jobs it moves; the host writes a
 //     new one with its next change.
 //
-// Every write that changes a job holds its row lock: ApplyJob reads it FOR
-// NO KEY UPDATE, ClaimJobs and SweepJobs lock the rows they take with SKIP
-// LOCKED (a job another transaction holds is left to the next claim or
-// sweep, and NextJobDue keeps reporting it due), RenewLeases locks its rows
-// in id order. So the fence check and the write it guards are one atomic
-// step, and a transition's or receipt's seq, taken from a counter on the
-// locked row, never repeats.
+// Every write that changes a job holds its row lock: ApplyJob writes the
+// row only if it is still the version its change was checked against (a
+// compare-and-set on xmin, else the change is checked again against the
+// row locked FOR NO KEY UPDATE: groupcommit.go), ClaimJobs and SweepJobs
+// lock the rows they take with SKIP LOCKED (a job another transaction holds
+// is left to the next claim or sweep, and NextJobDue keeps reporting it
+// due), RenewLeases locks its rows in id order. So the fence check and the
+// write it guards are one atomic step, and a transition's or receipt's seq,
+// taken from a counter on the row it replaces, never repeats.
 
 // jobColumnNames are the columns of a job record, in the order scanJob
 // reads them.
@@ -65,44 +67,6 @@ const (
 
 var (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
-	// lockJob reads a job and its history counters and locks its row until
-	// the transaction ends.
-	lockJob = `SELECT ` + jobColumns + `, transition_seq, receipt_seq FROM jobs WHERE id = $1 FOR NO KEY UPDATE`
-
-	// submitJob inserts a job, its first transition (seq 1) and, when $24
-	// is not NULL, its first receipt, in one statement; it counts 0 when
-	// the id exists, and then writes nothing.
-	submitJob = `WITH ins AS (
-	INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms, transition_seq, receipt_seq)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, 1, $23)
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id, state, created_at_ms
-), transition AS (
-	INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
-	SELECT id, 1, '', state, created_at_ms, '` + reasonSubmitted + `' FROM ins
-), receipt AS (
-	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
-	SELECT id, 1, $24::bytea, $25 FROM ins WHERE $24::bytea IS NOT NULL
-)
-SELECT count(*) FROM ins`
-
-	updateJob = `UPDATE jobs SET state = $2, stage = $3, ownership = $4, updated_at_ms = $5, run_at_ms = $6,
-	resume_by_ms = $7, fence = $8, lease_owner = $9, lease_until_ms = $10, progress_by_ms = $11, attempts = $12,
-	probes = $13, approved = $14, session_id = $15, checkpoint_stage = $16, checkpoint_data = $17,
-	checkpoint_at_ms = $18, transition_seq = $19, receipt_seq = $20 WHERE id = $1`
-
-	insertTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
-	VALUES ($1, $2, $3, $4, $5, $6)`
-	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES ($1, $2, $3, $4)`
-	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
-	outcome, exit_code, waited_s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-	ON CONFLICT (job_id, attempt_id) DO UPDATE SET fence = excluded.fence,
-	started_at_ms = excluded.started_at_ms, ended_at_ms = excluded.ended_at_ms,
-	outcome = excluded.outcome, exit_code = excluded.exit_code, waited_s = excluded.waited_s`
-	// closeAttempts ends the open attempts of one claim of a job.
-	closeAttempts = `UPDATE job_attempt SET ended_at_ms = $1, outcome = $2
-	WHERE job_id = $3 AND fence = $4 AND ended_at_ms = 0`
-
 	// claimJobs takes up to $4 due jobs with no live lease, in claim order
 	// (highest priority, then earliest run_at, oldest, id), skipping the
 	// rows other transactions hold; each claim bumps the fence. Unclaimed
@@ -286,42 +250,21 @@ var sweepQueries = func() (qs [len(sweepSteps)]string) {
 	return qs
 }()
 
-// SubmitJob implements store.Jobs. The job starts ready (State "" means
-// ready) or deferred; its fence is 0 and it is not claimed. The job, its
-// transition and its receipt are one statement.
+// SubmitJob implements store.Jobs, group-committed with other job writes
+// (see groupcommit.go). The job starts ready (State "" means ready) or
+// deferred; its fence is 0 and it is not claimed. The job, its transition
+// and its receipt are one statement.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
-	if j.ID == "" {
-		return job.Job{}, false, errors.New("submit job: empty id")
-	}
-	j.State = cmp.Or(j.State, job.Ready)
-	if j.State != job.Ready && j.State != job.Deferred {
-		return job.Job{}, false, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
-			j.ID, job.ErrTransition, j.State)
-	}
-	j.CreatedAt, j.UpdatedAt = now, now
-	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
-	j = store.MSJob(j)
-	spec, err := json.Marshal(j.Spec)
+	sub, err := newSubmission(j, rc, now)
 	if err != nil {
-		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
+		return job.Job{}, false, err
 	}
-	var rcJSON []byte
-	var rcIssued int64
-	receipts := 0
-	if rc != nil {
-		rcJSON, rcIssued, receipts = rc.JSON, store.MS(rc.IssuedAt), 1
-		if rcJSON == nil {
-			rcJSON = []byte{}
-		}
-	}
-	args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline), receipts, rcJSON, rcIssued)
-
-	var n int
-	err = retry(ctx, func() error { return s.pool.QueryRow(ctx, submitJob, args...).Scan(&n) })
-	if err != nil {
+	j = sub.j
+	w := &jobWrite{id: j.ID, sub: sub}
+	if err := s.writes.Do(ctx, w); err != nil {
 		return job.Job{}, false, wrapErr("submit job "+j.ID, err)
 	}
-	if n == 1 {
+	if w.created {
 		return j, true, nil
 	}
 	old, err := s.Job(ctx, j.ID)
@@ -332,6 +275,26 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 		return job.Job{}, false, wrapErr("submit job "+j.ID, job.ErrConflict)
 	}
 	return old, false, nil
+}
+
+// newSubmission is j as SubmitJob inserts it at now, with its receipt.
+func newSubmission(j job.Job, rc *job.Receipt, now time.Time) (*submission, error) {
+	if j.ID == "" {
+		return nil, errors.New("submit job: empty id")
+	}
+	j.State = cmp.Or(j.State, job.Ready)
+	if j.State != job.Ready && j.State != job.Deferred {
+		return nil, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
+			j.ID, job.ErrTransition, j.State)
+	}
+	j.CreatedAt, j.UpdatedAt = now, now
+	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+	j = store.MSJob(j)
+	spec, err := json.Marshal(j.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("submit job %s: %w", j.ID, err)
+	}
+	return &submission{j: j, spec: spec, rc: rc}, nil
 }
 
 // Job implements store.Jobs.
@@ -443,57 +406,22 @@ func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
 	return tr, err
 }
 
-// ApplyJob implements store.Jobs: one transaction that locks the job's
-// row, checks the fence and the change against it, and writes the record
+// ApplyJob implements store.Jobs, group-committed with other job writes
+// (see groupcommit.go): in one transaction that locks the job's row, the
+// fence and the change are checked against it, and the record is written
 // with its transition, attempt and receipt. Mutate runs inside that
-// transaction, holding the row lock: it must be quick. Should the server
-// roll the transaction back for a deadlock, the change is applied again
-// from a fresh read, Mutate included.
-//
-// Two round trips: BEGIN with the locking read, then the writes with the
-// COMMIT.
+// transaction, holding the row lock, on the store's writer: it must be
+// quick and must not call the store's writing methods, which would wait
+// for the very transaction it holds open. Should the server roll the
+// transaction back (a deadlock, a value it cannot store in another write
+// of the group), the change is applied again from a fresh read, Mutate
+// included.
 func (s *Store) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
-	var out job.Job
-	err := retry(ctx, func() error {
-		c, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		// A connection still in a transaction (a ROLLBACK that failed) is
-		// closed on release, not reused.
-		defer c.Release()
-		var old job.Job
-		var transitionSeq, receiptSeq int64
-		b := &pgx.Batch{}
-		b.Queue("BEGIN")
-		b.Queue(lockJob, id).QueryRow(func(row pgx.Row) error {
-			var err error
-			old, err = scanJob(row, &transitionSeq, &receiptSeq)
-			return notFound(err)
-		})
-		if err := c.SendBatch(ctx, b).Close(); err != nil {
-			rollback(ctx, c)
-			return err
-		}
-		j, writes, err := applyJob(old, transitionSeq, receiptSeq, fence, ch)
-		if err != nil {
-			rollback(ctx, c)
-			return err
-		}
-		// A write that fails aborts the transaction, and the server skips
-		// what follows it, the COMMIT too.
-		writes.Queue("COMMIT")
-		if err := c.SendBatch(ctx, writes).Close(); err != nil {
-			rollback(ctx, c)
-			return err
-		}
-		out = j
-		return nil
-	})
-	if err != nil {
+	w := &jobWrite{id: id, fence: fence, ch: &ch}
+	if err := s.writes.Do(ctx, w); err != nil {
 		return job.Job{}, wrapErr("apply to job "+id, err)
 	}
-	return out, nil
+	return w.out, nil
 }
 
 // rollback ends the transaction c is in, if any.
@@ -504,55 +432,6 @@ func rollback(ctx context.Context, c *pgxpool.Conn) {
 		// Release closes it rather than reuse it.
 		_, _ = c.Exec(ctx, "ROLLBACK")
 	}
-}
-
-// applyJob checks ch against old, the job as locked with its history
-// counters, and returns the changed job and the writes that store it, its
-// transition, attempt and receipt.
-func applyJob(old job.Job, transitionSeq, receiptSeq, fence int64, ch job.Change) (job.Job, *pgx.Batch, error) {
-	id := old.ID
-	j, taken, err := ch.Apply(old, fence)
-	if err != nil {
-		return job.Job{}, nil, err
-	}
-	j = store.MSJob(j)
-	if ch.To != "" {
-		transitionSeq++
-	}
-	if ch.Receipt != nil {
-		receiptSeq++
-	}
-
-	b := &pgx.Batch{}
-	// updateJob sets every column of jobArgs but spec and created_at.
-	a := jobArgs(j, nil)
-	b.Queue(updateJob, slices.Concat(a[:1], a[2:5], a[6:], []any{transitionSeq, receiptSeq})...)
-	if taken {
-		outcome := outcomeLeaseLost
-		if j.State == job.Cancelled {
-			outcome = outcomeKilled
-		}
-		b.Queue(closeAttempts, store.MS(j.UpdatedAt), outcome, id, old.Fence)
-	}
-	if ch.To != "" {
-		b.Queue(insertTransition, id, transitionSeq, string(old.State), string(ch.To), store.MS(ch.Now), ch.Reason)
-	}
-	if a := ch.Attempt; a != nil {
-		var exit *int64
-		if a.ExitCode != nil {
-			code := int64(*a.ExitCode)
-			exit = &code
-		}
-		b.Queue(upsertAttempt, id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome, exit, a.WaitedS)
-	}
-	if rc := ch.Receipt; rc != nil {
-		data := rc.JSON
-		if data == nil {
-			data = []byte{}
-		}
-		b.Queue(insertReceipt, id, receiptSeq, data, store.MS(rc.IssuedAt))
-	}
-	return j, b, nil
 }
 
 // ClaimJobs implements store.Jobs: one statement, in a transaction that

@@ -4,10 +4,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store/postgres/pgtest"
+	"github.com/layoverhq/layover/store/storetest"
 )
 
 // TestPlans: the statements a host runs over and over read what they need
@@ -16,9 +19,9 @@ import (
 // taken when no job was claimable (a burst of submissions into an idle
 // store), or fresh ones. ClaimJobs reads jobs_claim in claim order and
 // stops at its limit, instead of sorting the whole queue; the sweep's rules
-// read their partial indexes and reach rows by key; RenewLeases reads its
-// jobs by key; NextJobDue finds the next claimable time through
-// jobs_claimable_at.
+// read their partial indexes and reach rows by key; RenewLeases and the
+// group commit's reads and writes (groupcommit.go) reach their jobs by
+// key; NextJobDue finds the next claimable time through jobs_claimable_at.
 func TestPlans(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -92,6 +95,14 @@ func TestPlans(t *testing.T) {
 			}
 		}
 	}
+	// The writes of a group deferring two ready jobs, as read.
+	deferrals := newGroupWrites(2)
+	for _, id := range []string{"ready-1", "ready-2"} {
+		r := readJob{job: job.Job{ID: id, State: job.Ready}, transitionSeq: 1, xmin: "1"}
+		if _, err := deferrals.add(r, 0, storetest.Deferral(time.UnixMilli(now))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// checkKeyed: statements that name their jobs read them by key.
 	checkKeyed := func(what string) {
 		t.Helper()
@@ -99,6 +110,14 @@ func TestPlans(t *testing.T) {
 			p := plan("SELECT 1", renewLeases, generic, "host-a", []string{"ready-1", "ready-2"}, []int64{1, 1}, now+30_000)
 			if strings.Contains(p, "Seq Scan") {
 				t.Errorf("%s (generic plan: %v): the renewal reads the whole table:\n%s", what, generic, p)
+			}
+			for _, q := range []string{readJobs, lockJobs} {
+				if p := plan("SELECT 1", q, generic, []string{"ready-1", "ready-2"}); strings.Contains(p, "Seq Scan") {
+					t.Errorf("%s (generic plan: %v): the group's read of its jobs reads the whole table:\n%s", what, generic, p)
+				}
+			}
+			if p := plan("SELECT 1", writeJobs, generic, deferrals.args()...); strings.Contains(p, "Seq Scan on jobs") {
+				t.Errorf("%s (generic plan: %v): the group's writes read the whole table:\n%s", what, generic, p)
 			}
 		}
 	}

@@ -7,8 +7,10 @@
 // processes may open a new database at once.
 //
 // Concurrency is PostgreSQL's own: every write is one transaction at READ
-// COMMITTED; a change to a job locks its row (SELECT … FOR NO KEY UPDATE)
-// and checks its fence in that transaction; ClaimJobs and SweepJobs take
+// COMMITTED; SubmitJob and ApplyJob calls share transactions (group
+// commit, groupcommit.go), and a change to a job is written only if the
+// job's row is still the version its fence and state were checked against
+// (else it is checked again with the row locked); ClaimJobs and SweepJobs take
 // their rows with FOR NO KEY UPDATE SKIP LOCKED, so hosts never wait for
 // each other nor take a job twice; the ledger is upserted with INSERT … ON
 // CONFLICT, the most recent observation winning, under a per-provider-host
@@ -51,6 +53,7 @@ import (
 
 	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/internal/groupcommit"
 )
 
 //go:embed migration/*.sql
@@ -78,6 +81,18 @@ type Store struct {
 	pool *pgxpool.Pool
 	// where names the store in errors: its DSN, password masked.
 	where string
+	// writes group-commits SubmitJob and ApplyJob (groupcommit.go).
+	writes *groupcommit.Queue[*jobWrite]
+	// afterRead, when set (by tests), runs after a group read its jobs
+	// without locking them.
+	afterRead func()
+}
+
+// newStore is the Store on pool.
+func newStore(pool *pgxpool.Pool, where string) *Store {
+	s := &Store{pool: pool, where: where}
+	s.writes = newJobWrites(s)
+	return s
 }
 
 var (
@@ -112,7 +127,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %s", where, oneLine(err.Error(), secrets))
 	}
-	s := &Store{pool: pool, where: where}
+	s := newStore(pool, where)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store %s: %s", where, describeOpenError(err, secrets))
@@ -136,7 +151,7 @@ func OpenReadOnly(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %s", where, oneLine(err.Error(), secrets))
 	}
-	s := &Store{pool: pool, where: where}
+	s := newStore(pool, where)
 	if err := s.checkSchema(ctx); err != nil {
 		pool.Close()
 		if errors.Is(err, store.ErrSchemaOld) {
