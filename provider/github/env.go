@@ -4,55 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/layoverhq/layover/provider"
 )
 
-// APIBase returns the REST API root named by GITHUB_API_URL (as GitHub
-// Actions sets it), else DefaultBaseURL, with trailing slashes trimmed, and
-// the API host that keys its quotas: the lowercase hostname, with ":port"
-// when the port is not the scheme's default. A value that is not an
-// absolute http or https URL without credentials, query or fragment is an
-// error naming GITHUB_API_URL; the error never repeats the value, which
-// might hold a secret.
+// APIBase returns the REST API root that GITHUB_API_URL names (as GitHub
+// Actions sets it), else DefaultBaseURL, and the API host that keys its
+// quotas, by the rules of provider.APIBase.
 func APIBase(getenv func(string) string) (baseURL, host string, err error) {
-	v := strings.TrimSpace(getenv("GITHUB_API_URL"))
-	if v == "" {
-		v = DefaultBaseURL
-	}
-	bad := func(why string) (string, string, error) {
-		return "", "", fmt.Errorf("GITHUB_API_URL is not a usable API URL (%s); want one like %s", why, DefaultBaseURL)
-	}
-	u, perr := url.Parse(v)
-	if perr != nil {
-		return bad("it does not parse as a URL")
-	}
-	scheme := strings.ToLower(u.Scheme)
-	switch {
-	case scheme != "http" && scheme != "https":
-		return bad("scheme must be http or https")
-	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
-		return bad("it has no host")
-	case u.User != nil:
-		return bad("it must not contain credentials")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#"):
-		return bad("it must not have a query or fragment")
-	}
-	host = strings.ToLower(u.Hostname())
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return bad("bad port")
-		}
-		if !(scheme == "https" && n == 443) && !(scheme == "http" && n == 80) {
-			host = net.JoinHostPort(host, p)
-		}
-	}
-	return strings.TrimRight(v, "/"), host, nil
+	return provider.APIBase(getenv, "GITHUB_API_URL", DefaultBaseURL)
 }
 
 // WebHost returns the host gh knows an API host by: github.com for
