@@ -9,7 +9,8 @@ import (
 
 func TestChooseByHost(t *testing.T) {
 	t.Parallel()
-	b := newByHost("ghe.example.com:8443")
+	vars := map[string]string{"GITHUB_API_URL": "https://ghe.example.com:8443/api/v3", "ANTHROPIC_BASE_URL": "http://127.0.0.1:8089"}
+	b := newByHost(func(k string) string { return vars[k] })
 	tests := []struct {
 		url  string
 		want string // provider name, "" for none
@@ -25,6 +26,7 @@ func TestChooseByHost(t *testing.T) {
 		{"https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent", "gemini"},
 		{"https://example.com/", ""},
 		{"http://127.0.0.1:8080/", ""},
+		{"http://127.0.0.1:8089/v1/messages", "anthropic"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -91,39 +93,6 @@ func TestCredential(t *testing.T) {
 				t.Errorf("credential = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestGitHubResource(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ method, path, want string }{
-		{http.MethodGet, "/repos/o/r", "core"},
-		{http.MethodPost, "/graphql", "graphql"},
-		{http.MethodPost, "/api/graphql", "graphql"},
-		{http.MethodGet, "/graphql", "core"},
-		{http.MethodGet, "/search/code", "code_search"},
-		{http.MethodGet, "/api/v3/search/issues", "search"},
-		{http.MethodGet, "/rate_limit", ""},
-	}
-	for _, tt := range tests {
-		req, _ := http.NewRequest(tt.method, "https://api.github.com"+tt.path, nil)
-		if got := githubResource(req); got != tt.want {
-			t.Errorf("%s %s: %q, want %q", tt.method, tt.path, got, tt.want)
-		}
-	}
-}
-
-func TestGeminiApplies(t *testing.T) {
-	t.Parallel()
-	req, _ := http.NewRequest(http.MethodPost, "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent", nil)
-	for res, want := range map[string]bool{
-		"requests-per-day:gemini-2.5-pro":   true,
-		"requests-per-day:gemini-2.5-flash": false,
-		"billing":                           true,
-	} {
-		if got := geminiApplies(req, res); got != want {
-			t.Errorf("geminiApplies(%q) = %v, want %v", res, got, want)
-		}
 	}
 }
 

@@ -60,11 +60,14 @@ func (m Mode) String() string {
 // means the default stated on the field.
 type Options struct {
 	// Provider says how responses are classified and how requests map to
-	// quota keys. nil chooses by the request's host: api.github.com,
-	// *.ghe.com and the host of GITHUB_API_URL (read once, by New) are
-	// GitHub; api.anthropic.com Anthropic; api.openai.com OpenAI;
-	// generativelanguage.googleapis.com Gemini. Requests to any other host
-	// pass through untouched: no waits, no retries, no observations.
+	// quota keys. nil chooses by the request's host, as provider/registry
+	// knows the APIs' hosts: api.github.com and *.ghe.com are GitHub;
+	// api.anthropic.com Anthropic; api.openai.com OpenAI;
+	// generativelanguage.googleapis.com Gemini; so is the host each API's
+	// base-URL variable names (GITHUB_API_URL, ANTHROPIC_BASE_URL,
+	// OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL; read once, by New), unless
+	// two of them name it. Requests to any other host pass through
+	// untouched: no waits, no retries, no observations.
 	Provider *Provider
 
 	// Principal, when not empty, is the principal of every key. Else it is

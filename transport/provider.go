@@ -2,7 +2,6 @@ package transport
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
@@ -10,6 +9,7 @@ import (
 	"github.com/layoverhq/layover/provider/gemini"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/openai"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -88,156 +88,65 @@ func (p *Provider) observations(resp *http.Response, now time.Time) []quota.Stat
 	return p.Classify(resp, nil, now).Observations
 }
 
+// fromRegistry is the Provider of the registry's entry name (docs:
+// provider/registry).
+func fromRegistry(name string) *Provider {
+	p, ok := registry.Lookup(name)
+	if !ok || p.API == nil {
+		panic("transport: no API provider " + name + " in the registry")
+	}
+	a := p.API
+	return &Provider{Name: p.Name, Classify: a.Classify, Observations: a.Observations, RejectsIn2xx: a.RejectsIn2xx,
+		Principal: a.Principal, Resource: a.Resource, Applies: a.Applies}
+}
+
 // GitHub reads GitHub REST and GraphQL responses (provider/github). A
 // request is charged to one resource, named from its path as GitHub does:
 // "graphql" for POST …/graphql, "code_search" for …/search/code, "search"
 // for other …/search/ paths, else "core"; GET …/rate_limit is free. Only
 // the state of that resource holds the request back. The JSON body of a
 // GraphQL 200 is read for the rate-limit errors GitHub sends under it.
-func GitHub() *Provider {
-	return &Provider{
-		Name:         github.Provider,
-		Classify:     github.ClassifyHTTP,
-		Observations: github.Observations,
-		Resource:     githubResource,
-		Applies: func(req *http.Request, resource string) bool {
-			return resource == githubResource(req)
-		},
-		RejectsIn2xx: func(req *http.Request, resp *http.Response) bool {
-			return githubResource(req) == "graphql" && isJSON(resp.Header)
-		},
-	}
-}
-
-// isJSON reports whether h declares a JSON body (application/json, or a
-// +json media type such as GitHub's application/vnd.github+json).
-func isJSON(h http.Header) bool {
-	mt, _, _ := strings.Cut(strings.ToLower(h.Get("Content-Type")), ";")
-	mt = strings.TrimSpace(mt)
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
-// githubResource names the GitHub resource req is charged to.
-func githubResource(req *http.Request) string {
-	p := strings.ToLower(req.URL.Path)
-	switch {
-	case strings.HasSuffix(p, "/rate_limit"):
-		return ""
-	case req.Method == http.MethodPost && strings.HasSuffix(p, "/graphql"):
-		return "graphql"
-	case strings.HasSuffix(p, "/search/code") || strings.Contains(p, "/search/code/"):
-		return "code_search"
-	case strings.Contains(p, "/search/"):
-		return "search"
-	}
-	return "core"
-}
+func GitHub() *Provider { return fromRegistry(github.Provider) }
 
 // Anthropic reads Anthropic API responses (provider/anthropic); the
 // principal is the anthropic-organization-id once a response has named
 // it. Every resource of the key's host and principal (requests, tokens,
 // input-tokens, output-tokens, unified-5h, unified-7d, spend, billing)
 // holds every request back.
-func Anthropic() *Provider {
-	return &Provider{
-		Name:         anthropic.Provider,
-		Classify:     anthropic.ClassifyHTTP,
-		Observations: anthropic.Observations,
-		Principal:    anthropic.Principal,
-	}
-}
+func Anthropic() *Provider { return fromRegistry(anthropic.Provider) }
 
 // OpenAI reads OpenAI API responses (provider/openai); the principal is
 // the openai-organization once a response has named it. Every resource
 // holds every request back.
-func OpenAI() *Provider {
-	return &Provider{
-		Name:         openai.Provider,
-		Classify:     openai.ClassifyHTTP,
-		Observations: openai.Observations,
-		Principal:    openai.Principal,
-	}
-}
+func OpenAI() *Provider { return fromRegistry(openai.Provider) }
 
 // Gemini reads Gemini API responses (provider/gemini). Gemini sends no
 // rate-limit headers, so only rejections are observed. A resource scoped
 // to a model ("requests-per-day:gemini-2.5-pro") holds back only requests
 // to that model (…/models/gemini-2.5-pro:generateContent); any other
 // resource holds back every request.
-func Gemini() *Provider {
-	return &Provider{
-		Name:         gemini.Provider,
-		Classify:     gemini.ClassifyHTTP,
-		Observations: gemini.Observations,
-		Principal:    gemini.Principal,
-		Applies:      geminiApplies,
-	}
-}
+func Gemini() *Provider { return fromRegistry(gemini.Provider) }
 
-// geminiApplies reports whether a Gemini resource holds req back.
-func geminiApplies(req *http.Request, resource string) bool {
-	_, model, scoped := strings.Cut(resource, ":")
-	if !scoped {
-		return true
-	}
-	return strings.EqualFold(geminiModel(req.URL.Path), model)
-}
-
-// geminiModel returns the model a Gemini request path names
-// (".../models/gemini-2.5-pro:generateContent" → "gemini-2.5-pro"), or "".
-func geminiModel(path string) string {
-	_, rest, ok := strings.Cut(path, "/models/")
-	if !ok {
-		return ""
-	}
-	if i := strings.IndexAny(rest, ":/"); i >= 0 {
-		rest = rest[:i]
-	}
-	return rest
-}
-
-// Hosts chosen by providerFor when Options.Provider is nil.
-const (
-	hostGitHub    = "api.github.com"
-	hostAnthropic = "api.anthropic.com"
-	hostOpenAI    = "api.openai.com"
-	hostGemini    = "generativelanguage.googleapis.com"
-)
-
-// byHost holds the ready-made providers chosen by host.
+// byHost chooses the ready-made Provider of a request's key host when
+// Options.Provider is nil, by the registry's hosts (registry.NewHosts).
 type byHost struct {
-	github, anthropic, openai, gemini *Provider
-	// githubAPIHost is the key host of GITHUB_API_URL, "" when unset or
-	// unusable.
-	githubAPIHost string
+	hosts *registry.Hosts
+	ready map[string]*Provider // by name, one per API
 }
 
-func newByHost(githubAPIHost string) *byHost {
-	if githubAPIHost == hostGitHub {
-		githubAPIHost = ""
+func newByHost(getenv func(string) string) *byHost {
+	b := &byHost{hosts: registry.NewHosts(getenv), ready: map[string]*Provider{}}
+	for _, name := range registry.HTTPNames() {
+		b.ready[name] = fromRegistry(name)
 	}
-	return &byHost{github: GitHub(), anthropic: Anthropic(), openai: OpenAI(), gemini: Gemini(), githubAPIHost: githubAPIHost}
+	return b
 }
 
 // choose returns the provider of a request to the key host host (see
 // keyHost), or nil for a host it does not know.
 func (b *byHost) choose(host string) *Provider {
-	switch host {
-	case hostGitHub:
-		return b.github
-	case hostAnthropic:
-		return b.anthropic
-	case hostOpenAI:
-		return b.openai
-	case hostGemini:
-		return b.gemini
-	case "":
-		return nil
-	case b.githubAPIHost:
-		return b.github
-	}
-	if strings.HasSuffix(host, ".ghe.com") {
-		return b.github
+	if p, ok := b.hosts.Provider(host); ok {
+		return b.ready[p.Name]
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/internal/clock"
-	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -98,11 +97,7 @@ func New(next http.RoundTripper, opts *Options) (*Transport, error) {
 		t.command = defaultCommand()
 	}
 	if t.provider == nil {
-		_, ghHost, err := github.APIBase(os.Getenv)
-		if err != nil {
-			ghHost = ""
-		}
-		t.hosts = newByHost(ghHost)
+		t.hosts = newByHost(os.Getenv)
 	}
 	if t.clock == nil {
 		t.clock = clock.Real{}

@@ -215,14 +215,19 @@ func TestRequestResources(t *testing.T) {
 	gh, _ := registry.Lookup("github")
 	for path, want := range map[string]string{
 		"/repos/o/r": "core", "/rate_limit": "", "/search/issues": "search", "/search/code": "code_search",
-		"/api/v3/search/code/x": "code_search",
+		"/api/v3/search/code/x": "code_search", "/api/v3/search/issues": "search",
 	} {
 		if got := gh.API.Resource(req(http.MethodGet, "https://api.github.com"+path)); got != want {
 			t.Errorf("GET %s is charged to %q, want %q", path, got, want)
 		}
 	}
-	if got := gh.API.Resource(req(http.MethodPost, "https://api.github.com/graphql")); got != "graphql" {
-		t.Errorf("POST /graphql is charged to %q", got)
+	for _, path := range []string{"/graphql", "/api/graphql"} {
+		if got := gh.API.Resource(req(http.MethodPost, "https://api.github.com"+path)); got != "graphql" {
+			t.Errorf("POST %s is charged to %q", path, got)
+		}
+	}
+	if got := gh.API.Resource(req(http.MethodGet, "https://api.github.com/graphql")); got != "core" {
+		t.Errorf("GET /graphql is charged to %q, want core", got)
 	}
 	json := &http.Response{Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}}}
 	if !gh.API.RejectsIn2xx(req(http.MethodPost, "https://api.github.com/graphql"), json) ||
