@@ -16,6 +16,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -31,9 +32,9 @@ type Config struct {
 	// by the agent session named in the failed run's stdout. Without a
 	// session there, Command runs again.
 	ResumeCmd string
-	// Provider names whose signals classify a failed run: "github" (gh),
-	// an agent CLI (agentcli.Providers) or "auto" (all of them). "" means
-	// auto.
+	// Provider names whose signals classify a failed run: a provider with
+	// a CLI classifier (registry.CLINames: "github" for gh, an agent CLI)
+	// or "auto" (all of them). "" means auto.
 	Provider string
 	// Quota names the quotas waited out before the first run while the
 	// ledger holds them exhausted (--quota); a deferred job binds them.
@@ -111,10 +112,9 @@ func (c *Config) Validate() error {
 			return &InputError{Err: err}
 		}
 	}
-	if c.Provider != "" && c.Provider != agentcli.ProviderAuto {
-		if _, ok := agentcli.Classifier(c.Provider); !ok {
-			return &InputError{Err: fmt.Errorf("unknown provider %q (known: %s, auto)", c.Provider, strings.Join(agentcli.Providers(), ", "))}
-		}
+	if _, ok := registry.CLIClassifier(cmp.Or(c.Provider, registry.Auto)); !ok {
+		return &InputError{Err: fmt.Errorf("unknown provider %q (known: %s, %s)", shown(c.Provider),
+			strings.Join(registry.CLINames(), ", "), registry.Auto)}
 	}
 	if redact.Contains(c.ResumeCmd) {
 		return &InputError{Err: errors.New("--resume-cmd holds what looks like a token")}
@@ -132,7 +132,7 @@ func (c *Config) withDefaults() *Config {
 		p := quota.DefaultPolicy()
 		d.Policy = &p
 	}
-	d.Provider = cmp.Or(d.Provider, agentcli.ProviderAuto)
+	d.Provider = cmp.Or(d.Provider, registry.Auto)
 	d.Defer = d.Defer || d.Submit
 	d.Stdout = cmp.Or[io.Writer](d.Stdout, io.Discard)
 	d.Stderr = cmp.Or[io.Writer](d.Stderr, io.Discard)
@@ -232,7 +232,8 @@ func (r *runner) loop(ctx context.Context) error {
 		if res.Code == 0 || res.Signalled != nil {
 			return nil
 		}
-		out := agentcli.Classify(r.c.Provider, res.Code, res.Stdout, res.Stderr, r.c.Clock.Now(), time.Local)
+		classify, _ := registry.CLIClassifier(r.c.Provider) // Validate found it
+		out := classify(res.Code, res.Stdout, res.Stderr, r.c.Clock.Now(), time.Local)
 		if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
 			argv = r.nextArgv(res.Stdout)
 		}
@@ -432,7 +433,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 // keyFor is the quota key a failure names: the GitHub target's for gh, else
 // the agent CLI's own quota on this machine.
 func (r *runner) keyFor(out provider.Outcome) quota.Key {
-	if out.Provider == github.Provider || out.Provider == "" || out.Provider == agentcli.ProviderAuto {
+	if out.Provider == github.Provider || out.Provider == "" || out.Provider == registry.Auto {
 		return r.gh.Key(cmp.Or(out.Resource, "core"))
 	}
 	principal := cmp.Or(r.c.Principal, r.c.Getenv("LAYOVER_PRINCIPAL"), "local")

@@ -6,21 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math"
-	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
-	"github.com/layoverhq/layover/provider/agentcli"
-	"github.com/layoverhq/layover/provider/anthropic"
-	"github.com/layoverhq/layover/provider/gemini"
-	"github.com/layoverhq/layover/provider/github"
-	"github.com/layoverhq/layover/provider/openai"
+	"github.com/layoverhq/layover/provider/registry"
 )
 
 // ClassifyOptions are the flags of layover classify.
@@ -49,7 +42,7 @@ func inputErr(format string, a ...any) error {
 func runClassify(ctx context.Context, env *Env, args []string) error {
 	var opts ClassifyOptions
 	fs := newFlagSet("classify", "classify --provider github (--http FILE | --exit N [--stderr FILE] [--stdout FILE])")
-	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: github, anthropic, openai, gemini, claude-code, codex, copilot, kimi, gemini-cli")
+	fs.StringVar(&opts.Provider, "provider", "", "provider whose signals to read: "+knownProviders())
 	fs.StringVar(&opts.HTTP, "http", "", "a raw HTTP response as `curl -i` prints it (- for stdin)")
 	exit := fs.Int("exit", -1, "exit code of a failed command")
 	fs.StringVar(&opts.Stderr, "stderr", "", "the command's stderr (- for stdin)")
@@ -77,48 +70,15 @@ type classifyJSON struct {
 	Reason      string         `json:"reason"`
 }
 
-// httpClassifiers read a provider's HTTP responses.
-var httpClassifiers = map[string]func(*http.Response, []byte, time.Time) provider.Outcome{
-	"github":    github.ClassifyHTTP,
-	"anthropic": anthropic.ClassifyHTTP,
-	"openai":    openai.ClassifyHTTP,
-	"gemini":    gemini.ClassifyHTTP,
-}
-
-// cliClassifiers read a failed command's exit code and output: gh and every
-// agent CLI, with times printed without a zone read in the local zone.
-var cliClassifiers = func() map[string]func(int, []byte, []byte, time.Time) provider.Outcome {
-	m := map[string]func(int, []byte, []byte, time.Time) provider.Outcome{"github": github.ClassifyCLI}
-	for _, name := range agentcli.Providers() {
-		if name == "github" {
-			continue
-		}
-		f, _ := agentcli.Classifier(name)
-		m[name] = func(code int, stdout, stderr []byte, now time.Time) provider.Outcome {
-			return f(code, stdout, stderr, now, time.Local)
-		}
-	}
-	return m
-}()
-
-func knownProviders() string {
-	names := map[string]bool{}
-	for n := range httpClassifiers {
-		names[n] = true
-	}
-	for n := range cliClassifiers {
-		names[n] = true
-	}
-	return strings.Join(slices.Sorted(maps.Keys(names)), ", ")
-}
+func knownProviders() string { return strings.Join(registry.Names(), ", ") }
 
 func (o *ClassifyOptions) run(env *Env) error {
-	_, isHTTP := httpClassifiers[o.Provider]
-	_, isCLI := cliClassifiers[o.Provider]
+	p, known := registry.Lookup(o.Provider)
+	isHTTP, isCLI := known && p.API != nil, known && p.CLI != nil
 	switch {
 	case o.Provider == "":
 		return usageErr("classify: --provider is required (known: %s)", knownProviders())
-	case !isHTTP && !isCLI:
+	case !known:
 		return usageErr("classify: unknown provider %q (known: %s)", o.Provider, knownProviders())
 	case o.HTTP != "" && !isHTTP:
 		return usageErr("classify: %s is a command, not an HTTP API: use --exit N with --stderr/--stdout", o.Provider)
@@ -148,7 +108,7 @@ func (o *ClassifyOptions) run(env *Env) error {
 		if err != nil {
 			return inputErr("classify: %s: %v", o.HTTP, err)
 		}
-		out = httpClassifiers[o.Provider](resp, body, now)
+		out = p.API.Classify(resp, body, now)
 	} else {
 		var stdout, stderr []byte
 		var err error
@@ -162,7 +122,8 @@ func (o *ClassifyOptions) run(env *Env) error {
 				return err
 			}
 		}
-		out = cliClassifiers[o.Provider](o.Exit, stdout, stderr, now)
+		// A time printed without a zone is read in the local zone.
+		out = p.CLI(o.Exit, stdout, stderr, now, time.Local)
 	}
 	return json.NewEncoder(env.Stdout).Encode(outcomeJSON(out))
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/registry"
 )
 
 // classifyIn runs layover classify with args and stdin in this process and
@@ -76,6 +77,11 @@ func jsonString(s string) string {
 // characters.
 func TestClassifyReasonHidesSecrets(t *testing.T) {
 	t.Parallel()
+	for _, name := range registry.HTTPNames() {
+		if errorBodies[name] == nil {
+			t.Fatalf("no error body for %s: every registered HTTP provider is classified here", name)
+		}
+	}
 	for name, wrap := range errorBodies {
 		for _, status := range []string{"401 Unauthorized", "403 Forbidden"} {
 			for _, tok := range secretTokens {
@@ -137,7 +143,7 @@ func TestClassifyReasonBoundedAndPlain(t *testing.T) {
 func TestClassifyCommandReasonHidesSecrets(t *testing.T) {
 	t.Parallel()
 	for _, tok := range secretTokens {
-		for _, p := range []string{"github", "claude-code", "codex", "kimi", "copilot", "gemini-cli"} {
+		for _, p := range registry.CLINames() {
 			stderr := "error: " + tok + " is not valid\x1b[0m\n"
 			code, stdout, errOut := classifyIn(t, stderr, "--provider", p, "--exit", "1", "--stderr", "-")
 			if code != 0 {

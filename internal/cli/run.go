@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/command"
-	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -26,7 +26,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
 	var deferAfter time.Duration // -1: no --defer-after
 	fs.durationVar(&deferAfter, "defer-after", -1, 0, quota.MaxTotalWaitCap, "defer with a receipt (exit 6) instead of waiting longer than this")
-	fs.StringVar(&cfg.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(agentcli.Providers(), ", ")+", or auto")
+	fs.StringVar(&cfg.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(registry.CLINames(), ", ")+", or "+registry.Auto)
 	fs.StringVar(&cfg.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&cfg.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
 	cmd, err := fs.parseWithCommand(env, args)

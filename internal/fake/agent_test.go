@@ -12,6 +12,7 @@ import (
 
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/provider/registry"
 )
 
 // agentNow is the fake agents' clock in these tests: 2026-08-05 12:00 UTC,
@@ -150,7 +151,8 @@ func TestAgentClassified(t *testing.T) {
 					}
 				}
 				p := agentProvider[tc.cli]
-				got := agentcli.Classify(p, code, []byte(stdout), []byte(stderr), agentNow, ny)
+				classify, _ := registry.CLIClassifier(p)
+				got := classify(code, []byte(stdout), []byte(stderr), agentNow, ny)
 				if got.Class != w.class || !got.ResetAt.Equal(w.reset) || got.RetryAfter != w.retryAfter || got.Resource != w.resource {
 					t.Errorf("%s classified %s resource %q reset %v wait %v (%s); want %s %q %v %v\nstdout: %s\nstderr: %s",
 						p, got.Class, got.Resource, got.ResetAt, got.RetryAfter, got.Reason, w.class, w.resource, w.reset, w.retryAfter, stdout, stderr)

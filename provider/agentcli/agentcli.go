@@ -17,8 +17,9 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Provider names: the Outcome.Provider of each classifier, and the names
-// [Classify] and [Classifier] accept.
+// Provider names: the Outcome.Provider of each classifier. The names a
+// user gives (`run --provider`, `classify --provider`) are looked up in
+// provider/registry, which describes each CLI once.
 const (
 	ProviderClaudeCode = "claude-code"
 	ProviderCodex      = "codex"
@@ -105,50 +106,6 @@ var classifiers = []struct {
 	{ProviderGeminiCLI, geminiCLI, true},
 	{ProviderKimi, kimi, false},
 	{ProviderCopilot, copilot, false},
-}
-
-// Providers returns the agent CLIs' provider names, in ClassifyAuto's
-// tie order.
-func Providers() []string {
-	out := make([]string, len(classifiers))
-	for i, c := range classifiers {
-		out[i] = c.name
-	}
-	return out
-}
-
-// Classifier returns the classifier of a provider: one of [Providers],
-// "github" (github.ClassifyCLI, which has no use for loc) or "auto"
-// ([ClassifyAuto]).
-func Classifier(name string) (Func, bool) {
-	switch name {
-	case ProviderAuto:
-		return ClassifyAuto, true
-	case ProviderGitHub:
-		return func(exitCode int, stdout, stderr []byte, now time.Time, _ *time.Location) provider.Outcome {
-			return github.ClassifyCLI(exitCode, stdout, stderr, now)
-		}, true
-	}
-	for _, c := range classifiers {
-		if c.name == name {
-			fn := c.fn
-			return func(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-				return provider.CleanReason(fn(newInput(exitCode, stdout, stderr), now, loc).out)
-			}, true
-		}
-	}
-	return nil, false
-}
-
-// Classify classifies a finished command with the classifier of the
-// provider name (see [Classifier]). An unknown name gives a permanent
-// outcome saying so, with Provider name.
-func Classify(name string, exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
-	fn, ok := Classifier(name)
-	if !ok {
-		return provider.Unknown(name, provider.ClassPermanent, fmt.Sprintf("unknown agent CLI provider %q", excerpt(name)))
-	}
-	return fn(exitCode, stdout, stderr, now, loc)
 }
 
 // ClassifyAuto classifies a finished command whose program is not known:

@@ -1,7 +1,6 @@
 package agentcli
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,36 +154,9 @@ func TestClassifyAuto(t *testing.T) {
 	}
 }
 
-func TestClassifyByName(t *testing.T) {
+// A nil loc reads zoneless times in now's location.
+func TestNilLocationIsNowsZone(t *testing.T) {
 	t.Parallel()
-	if got, want := Providers(), []string{"claude-code", "codex", "gemini-cli", "kimi", "copilot"}; !slices.Equal(got, want) {
-		t.Errorf("Providers() = %v, want %v", got, want)
-	}
-	stderr := []byte(cpRate2h)
-	for _, name := range append(Providers(), "github", "auto") {
-		fn, ok := Classifier(name)
-		if !ok {
-			t.Fatalf("Classifier(%q) not found", name)
-		}
-		got := fn(1, nil, stderr, now, time.UTC)
-		if direct := Classify(name, 1, nil, stderr, now, time.UTC); direct.Class != got.Class || direct.Reason != got.Reason {
-			t.Errorf("Classify(%q) = %+v, Classifier = %+v", name, direct, got)
-		}
-		wantProvider := name
-		if name == "auto" {
-			wantProvider = ProviderCopilot
-		}
-		if got.Provider != wantProvider {
-			t.Errorf("Classify(%q).Provider = %q", name, got.Provider)
-		}
-	}
-	if _, ok := Classifier("claude"); ok {
-		t.Error(`Classifier("claude") found`)
-	}
-	if got := Classify("nope", 1, nil, nil, now, nil); got.Class != provider.ClassPermanent || got.Provider != "nope" || !strings.Contains(got.Reason, "unknown") {
-		t.Errorf("Classify(nope) = %+v", got)
-	}
-	// A nil loc reads zoneless times in now's location.
 	in := []byte("You've hit your weekly limit · resets Sep 15 at 7pm\n")
 	nyNow := now.In(zone(t, "America/New_York"))
 	if got := ClassifyClaudeCode(1, in, nil, nyNow, nil); !got.ResetAt.Equal(at(t, "America/New_York", 2026, 9, 15, 19, 0)) {
@@ -204,8 +176,8 @@ func TestScanTail(t *testing.T) {
 		{"a limit at the end of a long output", filler + ccRome + "\n", provider.ClassQuota},
 		{"a limit before the last 64 KiB", ccRome + "\n" + filler, provider.ClassPermanent},
 	} {
-		for _, name := range []string{ProviderClaudeCode, ProviderAuto} {
-			got := Classify(name, 1, []byte(tc.stdout), nil, now, time.UTC)
+		for name, classify := range map[string]Func{ProviderClaudeCode: ClassifyClaudeCode, ProviderAuto: ClassifyAuto} {
+			got := classify(1, []byte(tc.stdout), nil, now, time.UTC)
 			if got.Class != tc.class {
 				t.Errorf("%s, %s: %s (%s), want %s", tc.name, name, got.Class, got.Reason, tc.class)
 			}
