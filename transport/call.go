@@ -249,6 +249,7 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 	if c.fp != "" && c.t.principal == "" && c.p.Principal != nil {
 		if org, ok := c.p.Principal(resp.Header); ok && c.t.view.learnOrg(c.host, c.fp, org) {
 			c.who = c.principal()
+			c.t.rememberOrg(c.ctx, c.host, c.fp, org, now)
 		}
 	}
 	principal := c.who

@@ -12,8 +12,9 @@
 // the request's (lowercase, with a port that is not the scheme's default).
 // The principal is Options.Principal, else the login the store learned for
 // the request's token, else the organisation id the provider named in a
-// response, else "tok:" and the token's fingerprint: the token itself is
-// never kept. The resources that hold a request back are chosen by the
+// response (which the Transport records in the store as the token's learned
+// login, so that later processes and `layover pass --quota` key it alike),
+// else "tok:" and the token's fingerprint: the token itself is never kept. The resources that hold a request back are chosen by the
 // Provider: GitHub charges one resource by path; Anthropic and OpenAI are
 // held back by every resource of the principal; Gemini by the resources of
 // the request's model and the unscoped ones.

@@ -263,6 +263,22 @@ func (m *memStore) Login(_ context.Context, _, fingerprint string) (string, bool
 	return l, ok, nil
 }
 
+// LearnLogin records login for the fingerprint and moves the states kept
+// under its token principal on host to login.
+func (m *memStore) LearnLogin(_ context.Context, host, fingerprint, login string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logins[fingerprint] = login
+	for k, s := range m.states {
+		if k.Host == host && k.Principal == "tok:"+fingerprint {
+			delete(m.states, k)
+			s.Principal = login
+			m.states[s.Key] = s
+		}
+	}
+	return nil
+}
+
 func (m *memStore) RegisterWaiter(_ context.Context, w store.Waiter) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

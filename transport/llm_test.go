@@ -260,6 +260,45 @@ func TestLearnedLoginIsThePrincipal(t *testing.T) {
 	}
 }
 
+// The organisation a response names is remembered in the store as the
+// token's learned principal (merging what was kept under its fingerprint):
+// a Transport started later, another process, finds the key's exhaustion
+// under it before its first request, and defers without sending.
+func TestLearnedOrganisationHoldsAcrossTransports(t *testing.T) {
+	t.Parallel()
+	st := newMemStore()
+	b := setupLLM(t, transport.Anthropic(), transport.Options{Store: st},
+		llmAnswer{200, map[string]string{"Anthropic-Organization-Id": "org-1",
+			"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "0",
+			"Anthropic-Ratelimit-Requests-Reset": t0.Add(time.Hour).Format(time.RFC3339)},
+			`{"type":"message","content":[]}`})
+	if resp, err := b.post(t, "/v1/messages", "X-Api-Key", "sk-ant-secret"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("RoundTrip = %v, %v; want 200", resp, err)
+	}
+	if login, ok, _ := st.Login(context.Background(), b.host, quota.TokenFingerprint("sk-ant-secret")); !ok || login != "org-1" {
+		t.Fatalf("learned principal = %q, %v; want org-1", login, ok)
+	}
+
+	later, err := transport.New(b.srv.Client().Transport, &transport.Options{Provider: transport.Anthropic(), Store: st,
+		Clock: b.clock, Mode: transport.ModeDefer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/messages", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", "sk-ant-secret")
+	_, err = later.RoundTrip(req)
+	var de *quota.DeferralError
+	if want := (quota.Key{Host: b.host, Principal: "org-1", Resource: "requests"}); !errors.As(err, &de) || de.Key != want {
+		t.Fatalf("a later transport's request: %v, want a DeferralError on %v", err, want)
+	}
+	if b.calls() != 1 {
+		t.Errorf("server saw %d requests, want 1: the later transport sent despite the exhaustion", b.calls())
+	}
+}
+
 func TestNewRejectsBadOptions(t *testing.T) {
 	t.Parallel()
 	bad := quota.DefaultPolicy()

@@ -73,7 +73,8 @@ type Options struct {
 	// Principal, when not empty, is the principal of every key. Else it is
 	// derived per request: the login the Store learned for the request's
 	// token, else the organisation id the provider returned in a response
-	// to that token (Provider.Principal), else quota.TokenPrincipal of the
+	// to that token (Provider.Principal; recorded in the Store as the
+	// token's learned login), else quota.TokenPrincipal of the
 	// token (from Authorization, x-api-key, x-goog-api-key, api-key, or a
 	// "key" query parameter), else quota.AnonymousPrincipal. Only the
 	// token's fingerprint is kept, never the token.

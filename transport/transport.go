@@ -255,6 +255,23 @@ func (t *Transport) persist(ctx context.Context, states []quota.State, urgent bo
 	}
 }
 
+// rememberOrg records in the store that the token fp is org's, the
+// principal its response named, as a learned login (which merges the
+// states kept under "tok:"+fp into org's): a Transport started later, and
+// `layover pass --quota`, then key the token's quotas by org before any
+// response names it (docs/design.md, Glossary: Principal). A store that
+// fails is logged; the principal holds in memory either way.
+func (t *Transport) rememberOrg(ctx context.Context, host, fp, org string, now time.Time) {
+	if t.store == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := t.store.LearnLogin(sctx, host, fp, org, now); err != nil {
+		t.log.Warn("layover: record the organisation of a token", "host", host, "err", err)
+	}
+}
+
 // lockedRand serializes a quota.Rand.
 type lockedRand struct {
 	mu sync.Mutex
