@@ -9,6 +9,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
@@ -31,6 +32,21 @@ func (c *Config) refuseSubmitSecret() error {
 	return nil
 }
 
+// providerOf names the provider of key: the one --quota resolved it for
+// (named), else GitHub for the GitHub target's host, else the agent CLI
+// whose own quota it is (its host).
+func (r *runner) providerOf(key quota.Key) (name string, named bool) {
+	for _, q := range r.quotas {
+		if q.Key == key {
+			return q.Provider.Name, true
+		}
+	}
+	if key.Host == r.gh.Host {
+		return github.Provider, false
+	}
+	return key.Host, false
+}
+
 // maybeDefer ends the run with a receipt instead of a wait until `until`,
 // when Defer asks for it and the provider declared the reset: done reports
 // that the run must end with err, a *DeferredError on success. Without a
@@ -47,29 +63,26 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	}
 	if reset.After(now.Add(receipt.MaxWindow)) {
 		fmt.Fprintf(c.Stderr, "layover: no receipt: the %s quota (%s) resets at %s, more than 24h away\n",
-			Label(key.Host), key.Resource, HumanTime(reset))
+			r.label(key), key.Resource, HumanTime(reset))
 		return false, nil
 	}
 	wd, _ := os.Getwd()
-	prov := "github"
-	if key.Host != r.gh.Host {
-		prov = key.Host // an agent CLI's own quota
-	}
+	prov, named := r.providerOf(key)
 	spec := job.Spec{Argv: c.Command, Workdir: wd, Provider: prov, ResumeCmd: c.ResumeCmd,
 		Deadline: now.Add(24 * time.Hour).UTC().Truncate(time.Millisecond), MaxAttempts: host.DefaultMaxAttempts}
 	keys := []quota.Key{key}
 	switch {
-	case prov != "github":
-		// The host has no way to ask an agent CLI's quota: the job binds
-		// no keys, and the resume probes by running it.
-		keys = nil
-	case len(c.Quota) > 0:
+	case named || prov == github.Provider && len(c.Quota) > 0:
 		for _, q := range c.Quota {
 			spec.Quota = append(spec.Quota, q.String())
 		}
-		keys = r.gh.Keys(c.Quota.GitHubResources())
+		keys = KeysOf(r.quotas)
+	case prov != github.Provider:
+		// The host has no way to ask an agent CLI's quota: the job binds
+		// no keys, and the resume probes by running it.
+		keys = nil
 	default:
-		spec.Quota = []string{"github:" + key.Resource}
+		spec.Quota = []string{github.Provider + ":" + key.Resource}
 	}
 	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset}
 	o := host.DeferOptions{Now: now, Policy: r.p, Rand: c.Rand, Env: c.Environ}

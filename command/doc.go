@@ -15,11 +15,14 @@
 //
 // # Before the start
 //
-// With Config.Quota, every key of those names that the ledger holds as
-// exhausted is waited out before the command first runs, so that no call
-// is wasted: until Policy.ResumeAt of the reset (the reset plus the margin
-// plus jitter). A wait that would pass the cap is refused at once, and the
-// command is not started (*NotStartedError).
+// With Config.Quota (any provider's resources: "github", "github:core",
+// "anthropic:tokens", "claude-code:five_hour"; ParseQuotaName), every key
+// of those names (ResolveQuotas: the keys the transport and the engine
+// record) that the ledger holds as exhausted is waited out before the
+// command first runs, so that no call is wasted: until Policy.ResumeAt of
+// the reset (the reset plus the margin plus jitter). A wait that would pass
+// the cap is refused at once, and the command is not started
+// (*NotStartedError).
 //
 // # After a failed run
 //

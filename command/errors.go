@@ -8,15 +8,16 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// The errors of Run, Exec and ResolveGitHub. Each is how the run ended,
+// The errors of Run, Exec, ResolveGitHub and ResolveQuotas. Each is how the run ended,
 // and `layover run` maps it to its exit code (docs/design.md, Exit codes);
 // Run's Result is still filled in beside it. A run that ends with the
 // command's own exit code, success or not, returns no error.
 
 // InputError is a Config or an environment that cannot be run: an unknown
 // provider, a resume command holding a token, a --submit job holding a
-// secret, a GITHUB_API_URL that is no API root, a token that cannot be
-// read. Nothing was started. `layover run` exits 2.
+// secret, a GITHUB_API_URL (or another API's base-URL variable) that is no
+// API root, a token that cannot be read. Nothing was started. `layover
+// run` exits 2.
 type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/layoverhq/layover/internal/clock"
 	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -212,7 +213,9 @@ func (g *GitHub) Observe(p quota.Policy, obs []quota.State) []quota.State {
 func (g *GitHub) Fresh(ctx context.Context, p quota.Policy) ([]quota.State, error) {
 	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
 	defer cancel()
-	fresh, err := g.Client().RateLimit(ctx)
+	gh, _ := registry.Lookup(github.Provider)
+	fresh, err := gh.API.Fresh(ctx, registry.Endpoint{BaseURL: g.BaseURL, Token: g.Token(),
+		HTTP: &http.Client{Timeout: githubTimeout}, Now: g.clock.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -233,35 +236,62 @@ func StatesOf(states []quota.State, keys []quota.Key) []quota.State {
 }
 
 // HostQuotas is the host.Quotas of `layover serve`: it resolves a job's
-// quota names against one GitHub target and reads fresh state from GET
-// /rate_limit, recording it in Store.
+// quota names (ResolveQuotas) and reads their fresh state: GitHub's from
+// its free GET /rate_limit, recorded in Store; the other providers' from
+// the ledger, as none has a free endpoint for it (provider/registry).
 type HostQuotas struct {
 	GitHub *GitHub
 	Store  store.Store
 	// Policy's reserve gives each fresh state its cause.
 	Policy quota.Policy
+	// Principal and Getenv resolve the other providers' keys, as
+	// QuotaConfig's do.
+	Principal string
+	Getenv    func(string) string
 }
 
-// Keys resolves names ("github", "github:core"; ParseQuotaName) to keys.
-func (q *HostQuotas) Keys(_ context.Context, names []string) ([]quota.Key, error) {
+// Keys resolves names ("github", "github:core", "anthropic:tokens";
+// ParseQuotaName) to keys.
+func (q *HostQuotas) Keys(ctx context.Context, names []string) ([]quota.Key, error) {
 	var n QuotaNames
 	for _, s := range names {
 		if err := n.Set(s); err != nil {
 			return nil, err
 		}
 	}
-	return q.GitHub.Keys(n.GitHubResources()), nil
-}
-
-// Fresh reads the current state of every resource from GitHub, records it
-// and returns the states of keys.
-func (q *HostQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
-	fresh, err := q.GitHub.Fresh(ctx, q.Policy)
+	quotas, err := ResolveQuotas(ctx, &QuotaConfig{Store: q.Store, GitHub: q.GitHub, Principal: q.Principal, Getenv: q.Getenv}, n)
 	if err != nil {
 		return nil, err
 	}
-	if err := q.Store.RecordStates(ctx, fresh); err != nil {
-		return nil, err
+	return KeysOf(quotas), nil
+}
+
+// Fresh returns the current states of keys: for GitHub's, read from
+// GitHub (every resource's, all recorded); for the others', the ledger's.
+func (q *HostQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State, error) {
+	var out []quota.State
+	var ledger []quota.Key
+	for _, k := range keys {
+		if k.Host != q.GitHub.Host {
+			ledger = append(ledger, k)
+		}
 	}
-	return StatesOf(fresh, keys), nil
+	if len(ledger) < len(keys) {
+		fresh, err := q.GitHub.Fresh(ctx, q.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if err := q.Store.RecordStates(ctx, fresh); err != nil {
+			return nil, err
+		}
+		out = StatesOf(fresh, keys)
+	}
+	if len(ledger) > 0 {
+		states, err := q.Store.States(ctx, ledger)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, states...)
+	}
+	return out, nil
 }

@@ -2,17 +2,22 @@ package command
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider/registry"
 )
 
 // QuotaName is one quota a command draws on, as --quota names it:
-// PROVIDER or PROVIDER:RESOURCE. The only provider known is github.
+// PROVIDER or PROVIDER:RESOURCE, PROVIDER a provider of provider/registry
+// ("github", "anthropic", "claude-code", …).
 type QuotaName struct {
-	Provider string // "github"
-	// Resource is a resource name (quota.ValidResource); "" means the
-	// provider's default resources (GitHub: core and graphql).
+	Provider string
+	// Resource is one of the provider's resources (registry's
+	// CheckResource); "" means the resources plain PROVIDER means
+	// (registry's Defaults: GitHub's core and graphql, every resource of
+	// the others).
 	Resource string
 }
 
@@ -25,17 +30,23 @@ func (n QuotaName) String() string {
 }
 
 // ParseQuotaName reads PROVIDER[:RESOURCE], surrounding space trimmed. An
-// unknown provider, or a resource that is no resource name, is an error of
-// one line.
+// unknown provider or resource, or a plain PROVIDER that has no default
+// resources, is an error of one line that lists the known ones.
 func ParseQuotaName(s string) (QuotaName, error) {
-	prov, res, hasRes := strings.Cut(strings.TrimSpace(s), ":")
-	if prov != "github" {
-		return QuotaName{}, fmt.Errorf("unknown quota provider %q (known: github)", prov)
+	name, res, hasRes := strings.Cut(strings.TrimSpace(s), ":")
+	p, ok := registry.Lookup(name)
+	switch {
+	case !ok:
+		return QuotaName{}, fmt.Errorf("unknown quota provider %q (known: %s)", name, strings.Join(registry.Names(), ", "))
+	case hasRes:
+		if err := p.CheckResource(res); err != nil {
+			return QuotaName{}, fmt.Errorf("quota %q: %w", s, err)
+		}
+	case p.Defaults == nil:
+		return QuotaName{}, fmt.Errorf("quota %q: %s keeps its quotas per model: name one, as %s:RESOURCE[:MODEL] (resources: %s)",
+			s, p.Label, p.Name, strings.Join(p.Resources, ", "))
 	}
-	if hasRes && !quota.ValidResource(res) {
-		return QuotaName{}, fmt.Errorf("quota %q: resource must be a name like core, graphql or search", s)
-	}
-	return QuotaName{Provider: prov, Resource: res}, nil
+	return QuotaName{Provider: name, Resource: res}, nil
 }
 
 // QuotaNames is a list of quota names. As a flag.Value it is the repeatable
@@ -61,27 +72,47 @@ func (q *QuotaNames) Set(v string) error {
 	return nil
 }
 
-// GitHubResources lists the GitHub resources the names charge, each once,
-// in the order first named: plain "github" is core and graphql, and so is
-// an empty list.
-func (q QuotaNames) GitHubResources() []string {
+// Resources lists the resources the names charge on one provider, each
+// once, in the order first named: a plain name is the provider's default
+// resources (registry's Defaults). An empty list charges GitHub's
+// defaults, core and graphql, as `layover pass` without --quota does.
+func (q QuotaNames) Resources(provider string) []string {
 	if len(q) == 0 {
-		return []string{"core", "graphql"}
+		q = QuotaNames{{Provider: github.Provider}}
 	}
-	seen := map[string]bool{}
 	var out []string
 	add := func(r string) {
-		if !seen[r] {
-			seen[r] = true
+		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
 	for _, n := range q {
-		if n.Resource == "" {
-			add("core")
-			add("graphql")
-		} else {
+		if n.Provider != provider {
+			continue
+		}
+		if n.Resource != "" {
 			add(n.Resource)
+			continue
+		}
+		if p, ok := registry.Lookup(provider); ok {
+			for _, r := range p.Defaults {
+				add(r)
+			}
+		}
+	}
+	return out
+}
+
+// Providers lists the providers the names draw on, each once, in the order
+// first named; GitHub for an empty list.
+func (q QuotaNames) Providers() []string {
+	if len(q) == 0 {
+		return []string{github.Provider}
+	}
+	var out []string
+	for _, n := range q {
+		if !slices.Contains(out, n.Provider) {
+			out = append(out, n.Provider)
 		}
 	}
 	return out

@@ -192,9 +192,16 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 	}
 	r := &runner{c: c, p: *c.Policy, gh: c.GitHub, budget: quota.NewBudget(*c.Policy),
 		commandLine: redact.String(strings.Join(c.Command, " "), c.Secrets...)}
+	if len(c.Quota) > 0 {
+		quotas, err := ResolveQuotas(ctx, &QuotaConfig{Store: c.Store, GitHub: c.GitHub, Principal: c.Principal, Getenv: c.Getenv}, c.Quota)
+		if err != nil {
+			return Result{}, err
+		}
+		r.quotas = quotas
+	}
 	err := r.loop(ctx)
 	if r.res.Waited > 0 {
-		fmt.Fprintf(c.Stderr, "Waited %s for the %s quota (%s)\n", HumanDuration(r.res.Waited), Label(r.waitedHost),
+		fmt.Fprintf(c.Stderr, "Waited %s for the %s quota (%s)\n", HumanDuration(r.res.Waited), r.waitedLabel,
 			strings.Join(r.res.WaitedFor, ", "))
 	}
 	return r.res, err
@@ -210,10 +217,14 @@ type runner struct {
 	res         Result
 	// staleReset: a failure found its reset passed (or room) since the
 	// last reset ahead.
-	staleReset bool
-	lastOut    []byte // the tail of the last run's stdout
-	waitedHost string // the quota host first waited for
+	staleReset  bool
+	lastOut     []byte  // the tail of the last run's stdout
+	waitedLabel string  // names the provider first waited for
+	quotas      []Quota // the keys Quota names, resolved
 }
+
+// label names the provider of key for people (LabelOf).
+func (r *runner) label(key quota.Key) string { return LabelOf(r.quotas, key) }
 
 func (r *runner) loop(ctx context.Context) error {
 	if err := r.waitBeforeStart(ctx); err != nil {
@@ -281,7 +292,7 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 	if len(r.c.Quota) == 0 {
 		return nil
 	}
-	keys := r.gh.Keys(r.c.Quota.GitHubResources())
+	keys := KeysOf(r.quotas)
 	for {
 		states, err := r.c.Store.States(ctx, keys)
 		if err != nil {
@@ -325,7 +336,7 @@ func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what 
 		if !errors.As(err, &ce) {
 			return false, err
 		}
-		fmt.Fprintf(r.c.Stderr, "layover: not waiting for the %s quota (%s) until %s: %v\n", Label(key.Host), key.Resource, HumanTime(until), err)
+		fmt.Fprintf(r.c.Stderr, "layover: not waiting for the %s quota (%s) until %s: %v\n", r.label(key), key.Resource, HumanTime(until), err)
 		return true, nil
 	}
 	return false, r.visible(ctx, key, until, what)
@@ -339,17 +350,17 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 		return &StoreError{Op: "write", Err: err}
 	}
 	planned := until.Sub(r.c.Clock.Now())
-	d, err := r.c.wait(ctx, waitSpec{Key: key, Until: until, What: what, Command: r.commandLine})
+	d, err := r.c.wait(ctx, waitSpec{Key: key, Label: r.label(key), Until: until, What: what, Command: r.commandLine})
 	r.budget.Refund(planned - d)
 	r.res.Waited = quota.SumSat(r.res.Waited, d)
 	name := key.Resource
 	if what != "Quota wait" {
 		name = "secondary limit"
 	}
-	if r.waitedHost == "" {
-		r.waitedHost = key.Host
+	if r.waitedLabel == "" {
+		r.waitedLabel = r.label(key)
 		if key.Host == r.gh.Host {
-			r.waitedHost = "github" // GitHub, whichever API host serves it
+			r.waitedLabel = Label(github.Provider) // whichever API host serves it
 		}
 	}
 	if !slices.Contains(r.res.WaitedFor, name) {
@@ -373,7 +384,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 		return r.recordAgentExhaustion(ctx, out)
 	}
 	p := r.p
-	resource := cmp.Or(out.Resource, "core")
+	resource := cmp.Or(out.Resource, defaultResource(github.Provider))
 	state := quota.State{Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted}
 	if !out.ResetAt.IsZero() {
 		state.ResetAt, state.ResetKnown = out.ResetAt, true
@@ -434,10 +445,10 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 // the agent CLI's own quota on this machine.
 func (r *runner) keyFor(out provider.Outcome) quota.Key {
 	if out.Provider == github.Provider || out.Provider == "" || out.Provider == registry.Auto {
-		return r.gh.Key(cmp.Or(out.Resource, "core"))
+		return r.gh.Key(cmp.Or(out.Resource, defaultResource(github.Provider)))
 	}
-	principal := cmp.Or(r.c.Principal, r.c.Getenv("LAYOVER_PRINCIPAL"), "local")
-	return quota.Key{Host: out.Provider, Principal: principal, Resource: cmp.Or(out.Resource, "usage")}
+	principal := cmp.Or(r.c.Principal, r.c.Getenv("LAYOVER_PRINCIPAL"), agentPrincipal)
+	return quota.Key{Host: out.Provider, Principal: principal, Resource: cmp.Or(out.Resource, defaultResource(out.Provider))}
 }
 
 // recordAgentExhaustion records an agent CLI's exhaustion from what its

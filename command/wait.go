@@ -1,12 +1,15 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/layoverhq/layover/internal/textsafe"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -37,29 +40,31 @@ func HumanDuration(d time.Duration) string {
 }
 
 // Label names a provider, or a quota host, for people, on one safe line:
-// "GitHub" for GitHub's own hosts, an agent CLI by its product name, any
-// other host as the GitHub Enterprise API it is, "GitHub (HOST)".
+// the provider's label (provider/registry) by its name or its public API
+// host ("GitHub", "Anthropic", "Claude Code"); "GitHub" for github.com; any
+// other host as the GitHub Enterprise API it mostly is, "GitHub (HOST)".
+// LabelOf knows better for the keys a command resolved.
 func Label(hostOrProvider string) string {
 	switch hostOrProvider {
-	case "api.github.com", "github.com", "github", "":
+	case "", "github.com":
 		return "GitHub"
-	case "claude-code":
-		return "Claude Code"
-	case "codex":
-		return "Codex"
-	case "copilot":
-		return "Copilot CLI"
-	case "kimi":
-		return "Kimi"
-	case "gemini-cli":
-		return "Gemini CLI"
+	}
+	if p, ok := registry.Lookup(hostOrProvider); ok {
+		return p.Label
+	}
+	for _, p := range registry.All() {
+		if p.API != nil && slices.Contains(p.API.Hosts, hostOrProvider) {
+			return p.Label
+		}
 	}
 	return "GitHub (" + shown(hostOrProvider) + ")"
 }
 
 // waitSpec describes one visible wait.
 type waitSpec struct {
-	Key     quota.Key
+	Key quota.Key
+	// Label names the key's provider; "" means Label of its host.
+	Label   string
 	Until   time.Time
 	What    string // "Quota wait" or "Secondary limit wait"
 	Command string // the masked command line, for status
@@ -88,7 +93,7 @@ func (c *Config) wait(ctx context.Context, spec waitSpec) (time.Duration, error)
 		}
 	}()
 
-	label := fmt.Sprintf("%s (%s %s)", stage, Label(spec.Key.Host), shown(spec.Key.Resource))
+	label := fmt.Sprintf("%s (%s %s)", stage, cmp.Or(spec.Label, Label(spec.Key.Host)), shown(spec.Key.Resource))
 	if !c.Terminal {
 		fmt.Fprintf(c.Stderr, "layover: %s\n", label)
 	}

@@ -19,8 +19,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policy := quota.DefaultPolicy()
 	cfg := engineConfig(env, nil)
 	cfg.Policy = &policy
-	fs := newFlagSet("run", "run [--quota github[:RESOURCE]]... [policy flags] -- CMD [ARGS...]")
-	fs.Var(&cfg.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: github or github:RESOURCE, repeatable")
+	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [policy flags] -- CMD [ARGS...]")
+	fs.Var(&cfg.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
 	policyFlags(fs, &policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&cfg.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
@@ -53,6 +53,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	return exitCode(res.ExitCode)
 }
+
+// quotaProviders lists the providers --quota names.
+func quotaProviders() string { return strings.Join(registry.Names(), ", ") }
 
 // engineConfig is a command.Config for argv in env's world: its streams,
 // environment, clock, random source, signals and host name.

@@ -39,7 +39,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
 	fs.StringVar(&o.ID, "id", "", "job id; the same id with the same spec is the same job (default a new id)")
 	fs.StringVar(&o.Name, "name", "", fmt.Sprintf("a name for people (at most %d bytes, printable)", job.MaxNameBytes))
-	fs.Var(&o.Quota, "quota", "quota the job draws on: github or github:RESOURCE, repeatable")
+	fs.Var(&o.Quota, "quota", "quota the job draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
 	fs.StringVar(&o.Provider, "provider", "github", "whose signals classify the job's failures: github")
 	fs.IntVar(&o.Priority, "priority", 0, "higher runs first")
 	fs.StringVar(&o.Deadline, "deadline", "", "cancel the job if not done by then: a duration or an RFC 3339 time (default 24h)")
