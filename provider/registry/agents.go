@@ -17,16 +17,16 @@ import (
 var claudeCode = agentCLI(agentcli.ProviderClaudeCode, "Claude Code", agentcli.ClassifyClaudeCode, union(
 	[]string{agentcli.ResourceFiveHour, agentcli.ResourceSevenDay, agentcli.ResourceSevenDayOpus,
 		agentcli.ResourceSevenDaySonnet, "overage", "seven_day_overage_included", agentcli.ResourceBilling},
-	anthropicResources))
+	anthropicRelayed))
 
 var codex = agentCLI(agentcli.ProviderCodex, "Codex", agentcli.ClassifyCodex, union(
-	[]string{agentcli.ResourceBilling}, openAIResources))
+	[]string{agentcli.ResourceBilling}, openAIRelayed))
 
 var copilot = agentCLI(agentcli.ProviderCopilot, "Copilot CLI", agentcli.ClassifyCopilot,
 	[]string{agentcli.ResourcePremiumRequests, agentcli.ResourceRequests, agentcli.ResourceTokens})
 
 // kimi prints Kimi's OpenAI-compatible API errors, read by OpenAI's rules.
-var kimi = agentCLI(agentcli.ProviderKimi, "Kimi", agentcli.ClassifyKimi, openAIResources)
+var kimi = agentCLI(agentcli.ProviderKimi, "Kimi", agentcli.ClassifyKimi, openAIRelayed)
 
 // geminiCLI names a quota by its model ("Usage limit reached for
 // gemini-2.5-pro") or as the Gemini API does; like Gemini's, `--quota`

@@ -33,10 +33,15 @@ var anthropicAPI = &Provider{
 	DefaultResource: "requests",
 }
 
-// anthropicResources are its header families, its subscription windows
-// (percent) and its spend and credit limits.
-var anthropicResources = []string{"requests", "tokens", "input-tokens", "output-tokens", "unified-5h", "unified-7d",
+// anthropicRelayed are the resources Anthropic's error bodies and
+// messages name (its header families, its spend and credit limits): all a
+// CLI that prints those bodies (Claude Code) can name.
+var anthropicRelayed = []string{"requests", "tokens", "input-tokens", "output-tokens",
 	anthropic.ResourceSpend, anthropic.ResourceBilling}
+
+// anthropicResources are those and the subscription windows its headers
+// report (percent).
+var anthropicResources = union(anthropicRelayed, []string{"unified-5h", "unified-7d"})
 
 // openAIAPI is OpenAI's API (and OpenAI-compatible ones behind
 // OPENAI_BASE_URL). Every resource of a key holds every request back; plain
@@ -58,10 +63,14 @@ var openAIAPI = &Provider{
 	DefaultResource: "requests",
 }
 
-// openAIResources are its header families (with the _usage_based ones),
-// its daily limits and its spend and credit limits.
-var openAIResources = []string{"requests", "tokens", "requests-usage-based", "tokens-usage-based",
-	"requests-per-day", "tokens-per-day", openai.ResourceSpend, openai.ResourceBilling}
+// openAIRelayed are the resources OpenAI's error bodies and messages name
+// (its per-minute and daily limits, its spend and credit limits): all a CLI
+// that prints those bodies (Codex, Kimi) can name.
+var openAIRelayed = []string{"requests", "tokens", "requests-per-day", "tokens-per-day",
+	openai.ResourceSpend, openai.ResourceBilling}
+
+// openAIResources are those and the _usage_based header families.
+var openAIResources = union(openAIRelayed, []string{"requests-usage-based", "tokens-usage-based"})
 
 // geminiAPI is Google's Gemini API (also Vertex AI and Code Assist
 // responses). It sends no rate-limit headers, so only rejections are

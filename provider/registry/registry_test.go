@@ -187,6 +187,9 @@ func TestCheckResource(t *testing.T) {
 		{"claude-code", "five_hour", true},
 		{"claude-code", "input-tokens", true},
 		{"claude-code", "unified-5h\n", false},
+		{"claude-code", "unified-5h", false}, // Anthropic's header, never in Claude Code's output
+		{"kimi", "tokens-per-day", true},
+		{"kimi", "tokens-usage-based", false},
 		{"copilot", "premium-requests", true},
 		{"copilot", "five_hour", false},
 	} {
