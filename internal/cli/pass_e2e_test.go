@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/store/sqlite"
+	"github.com/layoverhq/layover/transport"
 )
 
 // A pass during a Quota wait: skipped with exit 0, nothing on stdout, the
@@ -144,5 +147,83 @@ func TestPassLearnsLogin(t *testing.T) {
 	b.layover("pass", "--", "true")
 	if n := b.gh.Calls("/user"); n != 1 {
 		t.Fatalf("/user asked again (%d) for a known token", n)
+	}
+}
+
+// pass --quota anthropic skips while the ledger holds the Anthropic key
+// exhausted as a Go program's transport recorded it: on the host of
+// ANTHROPIC_BASE_URL, under the organisation the response named (which the
+// transport learned for the key's fingerprint). Exit 0, the command never
+// runs, GitHub is never asked, and the activity line names Anthropic. A
+// pass with another key, whose quota nobody has seen exhausted, runs.
+func TestPassSkipsOnAnAnthropicKeyTheTransportRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	llm := fake.NewLLM(fake.LLMConfig{Kind: fake.Anthropic, RequestsPerWindow: 1, Window: time.Hour})
+	base, err := llm.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = llm.Close() })
+	const key = "sk-ant-api03-e2e-0123456789abcdef"
+	spendTheWindow(t, b.store, base, key)
+
+	b.env["ANTHROPIC_BASE_URL"], b.env["ANTHROPIC_API_KEY"] = base, key
+	marker := filepath.Join(b.dir, "ran")
+	r := b.layover("pass", "--quota", "anthropic", "--", "sh", "-c", "touch "+marker)
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("pass: code %d stdout %q stderr %q; want a quiet exit 0", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the pass's command ran while its Anthropic key is exhausted")
+	}
+	if n := len(b.gh.Requests()); n != 0 {
+		t.Errorf("GitHub asked %d times for a pass on an Anthropic quota", n)
+	}
+	act := b.layover("activity", "--json")
+	var lines []struct{ Kind, Line string }
+	if err := json.Unmarshal([]byte(act.stdout), &lines); err != nil {
+		t.Fatalf("activity --json: %v\n%s", err, act.stdout)
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0].Line, "skipped: Anthropic Quota wait until ") ||
+		!strings.Contains(lines[0].Line, "(requests: 0 left)") {
+		t.Errorf("activity %+v; want one line: skipped: Anthropic Quota wait until … (requests: 0 left)", lines)
+	}
+
+	b.env["ANTHROPIC_API_KEY"] = "sk-ant-api03-another-key-0123456789"
+	if r := b.layover("pass", "--quota", "anthropic:requests", "--", "sh", "-c", "touch "+marker); r.code != 0 {
+		t.Fatalf("pass with another key: code %d stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("the pass with another key did not run its command")
+	}
+}
+
+// spendTheWindow sends one request with key through layover's transport
+// on the store at path, to a fake Anthropic whose window allows one: the
+// response says none remains for an hour, and the transport records it.
+func spendTheWindow(t *testing.T, path, base, key string) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr, err := transport.New(nil, &transport.Options{Provider: transport.Anthropic(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(`{"model":"claude-sonnet-4-5"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", key)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the transport's request: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,6 +19,9 @@ func TestBadInput(t *testing.T) {
 		"missing --":       {"pass", "true"},
 		"nothing after --": {"run", "--"},
 		"unknown provider": {"pass", "--quota", "gitlab", "--", "true"},
+		"unknown resource": {"run", "--quota", "anthropic:cores", "--", "true"},
+		"plain gemini":     {"pass", "--quota", "gemini", "--", "true"},
+		"submit gitlab":    {"submit", "--quota", "gitlab:core", "--", "true"},
 		"bad reserve":      {"pass", "--reserve", "many", "--", "true"},
 		"negative jitter":  {"run", "--jitter", "-1s", "--", "true"},
 		"bad duration":     {"run", "--max-total-wait", "soon", "--", "true"},
@@ -71,6 +74,26 @@ func TestBadInput(t *testing.T) {
 }
 
 // classify reads a raw response as curl -i prints it.
+// An unknown --quota provider or resource names the known ones, on pass,
+// run and submit alike.
+func TestUnknownQuotaListsTheKnownOnes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pass", "--quota", "gitlab", "--", "true"}, "known: github, anthropic, openai, gemini, claude-code, codex, copilot, kimi, gemini-cli"},
+		{[]string{"run", "--quota", "anthropic:cores", "--", "true"}, "known: requests, tokens, input-tokens"},
+		{[]string{"submit", "--quota", "claude-code:unified-5h", "--", "true"}, "known: usage, five_hour, seven_day"},
+	} {
+		r := b.layover(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
 func TestClassifyHTTPFile(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
