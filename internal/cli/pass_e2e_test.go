@@ -154,8 +154,9 @@ func TestPassLearnsLogin(t *testing.T) {
 // exhausted as a Go program's transport recorded it: on the host of
 // ANTHROPIC_BASE_URL, under the organisation the response named (which the
 // transport learned for the key's fingerprint). Exit 0, the command never
-// runs, GitHub is never asked, and the activity line names Anthropic. A
-// pass with another key, whose quota nobody has seen exhausted, runs.
+// runs, GitHub is never asked, and the activity line and status name
+// Anthropic. A pass with another key, whose quota nobody has seen
+// exhausted, runs.
 func TestPassSkipsOnAnAnthropicKeyTheTransportRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
@@ -188,6 +189,10 @@ func TestPassSkipsOnAnAnthropicKeyTheTransportRecorded(t *testing.T) {
 	if len(lines) != 1 || !strings.HasPrefix(lines[0].Line, "skipped: Anthropic Quota wait until ") ||
 		!strings.Contains(lines[0].Line, "(requests: 0 left)") {
 		t.Errorf("activity %+v; want one line: skipped: Anthropic Quota wait until … (requests: 0 left)", lines)
+	}
+
+	if st := b.layover("status"); !strings.Contains(st.stdout, "Anthropic Quota wait until ") {
+		t.Errorf("status does not name the Anthropic quota:\n%s", st.stdout)
 	}
 
 	b.env["ANTHROPIC_API_KEY"] = "sk-ant-api03-another-key-0123456789"

@@ -14,6 +14,8 @@ import (
 	"github.com/layoverhq/layover/command"
 	hostpkg "github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -129,9 +131,10 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		return enc.Encode(out)
 	}
 
+	hosts := registry.NewHosts(env.Getenv)
 	for _, s := range states {
 		if s.Exhausted(now) {
-			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", command.Label(s.Host),
+			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", hostLabel(hosts, s.Host),
 				command.HumanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
 		}
 	}
@@ -226,4 +229,15 @@ func known(n int64) any {
 		return nil
 	}
 	return n
+}
+
+// hostLabel names the provider of a quota host for people: an API's label
+// when its base-URL variable names the host (ANTHROPIC_BASE_URL, …), else
+// command.Label, which knows the public hosts, the agent CLIs and GitHub
+// Enterprise.
+func hostLabel(hosts *registry.Hosts, host string) string {
+	if p, ok := hosts.Provider(host); ok && p.Name != github.Provider {
+		return p.Label
+	}
+	return command.Label(host)
 }
