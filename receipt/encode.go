@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -76,6 +76,7 @@ func CanonicalJSON(v any) ([]byte, error) {
 	// round trip through encoding/json below renders it the same, byte for
 	// byte, at several times the cost. Anything else takes the round trip.
 	var out bytes.Buffer
+	out.Grow(512) // a receipt's size, in one allocation
 	if err := writeCanonical(&out, v, true); err == nil {
 		return out.Bytes(), nil
 	}
@@ -167,7 +168,8 @@ func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 			b.WriteString("null")
 			break
 		}
-		keys := make([]string, 0, len(x))
+		var kept [16]string // a receipt's objects have at most 10 keys
+		keys := kept[:0]
 		for k := range x {
 			if direct && !utf8.ValidString(k) {
 				// encoding/json coerces such keys, which may then collide.
@@ -175,7 +177,7 @@ func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 			}
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -201,41 +203,47 @@ func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 func writeString(b *bytes.Buffer, s string) {
 	const hex = "0123456789abcdef"
 	b.WriteByte('"')
+	start := 0 // s[start:i] is written as it is, in one piece
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
+				b.WriteString(s[start:i])
 				b.WriteString("\uFFFD")
-			} else {
-				b.WriteString(s[i : i+size])
+				start = i + 1
 			}
 			i += size
 			continue
 		}
-		switch {
-		case c == '"':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b.WriteString(s[start:i])
+		switch c {
+		case '"':
 			b.WriteString(`\"`)
-		case c == '\\':
+		case '\\':
 			b.WriteString(`\\`)
-		case c == '\b':
+		case '\b':
 			b.WriteString(`\b`)
-		case c == '\f':
+		case '\f':
 			b.WriteString(`\f`)
-		case c == '\n':
+		case '\n':
 			b.WriteString(`\n`)
-		case c == '\r':
+		case '\r':
 			b.WriteString(`\r`)
-		case c == '\t':
+		case '\t':
 			b.WriteString(`\t`)
-		case c < 0x20:
+		default:
 			b.WriteString(`\u00`)
 			b.WriteByte(hex[c>>4])
 			b.WriteByte(hex[c&0xf])
-		default:
-			b.WriteByte(c)
 		}
 		i++
+		start = i
 	}
+	b.WriteString(s[start:])
 	b.WriteByte('"')
 }

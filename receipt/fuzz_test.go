@@ -3,7 +3,10 @@ package receipt
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/layoverhq/layover/internal/fuzzbound"
 )
@@ -92,6 +95,51 @@ func FuzzCanonicalJSON(f *testing.F) {
 			if string(got) != string(want) {
 				t.Fatalf("direct      %q\nround trip  %q", got, want)
 			}
+			// Strings are written as encoding/json's output reads back: each
+			// byte on its own, escaped only where JSON requires.
+			for _, s := range []string{a, b} {
+				got, err := CanonicalJSON(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := stringByteByByte(s); string(got) != want {
+					t.Fatalf("CanonicalJSON(%q) = %q, want %q", s, got, want)
+				}
+			}
 		})
 	})
+}
+
+// stringByteByByte is writeString's output for s, built a byte at a time:
+// the reference its faster form must match.
+func stringByteByByte(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				r = utf8.RuneError
+			}
+			b.WriteRune(r)
+			i += size
+			continue
+		}
+		switch c := s[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\b', '\f', '\n', '\r', '\t':
+			b.WriteString(map[byte]string{'\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`}[c])
+		default:
+			if c < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+		i++
+	}
+	b.WriteByte('"')
+	return b.String()
 }
