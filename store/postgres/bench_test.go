@@ -172,7 +172,7 @@ type sharedRand struct{}
 
 func (sharedRand) Int64N(n int64) int64 { return rand.Int64N(n) }
 
-// BenchmarkBareDeferrals is a ceiling for BenchmarkApplyJobParallel on the
+// BenchmarkBareDeferrals is a reference for BenchmarkApplyJobParallel on the
 // same server: the rows of b.N deferrals of ready jobs (the job's row
 // updated, a transition and a receipt inserted), written with no read, no
 // check and no group-commit machinery, as plain statements, 32 deferrals
