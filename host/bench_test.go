@@ -21,7 +21,7 @@ import (
 // BenchmarkSubmitDeferred measures durable deferrals recorded through the
 // host's Go API, (*host.Host).SubmitDeferred, on a started host (so
 // ownership is retained) over a SQLite file store, each call returning once
-// the job, its transition, its receipt and its wake-up are committed
+// the job (with its submission), its receipt and its wake-up are committed
 // (synchronous=FULL, WAL), against a bare ceiling measured in the same run:
 // the same jobs and job_receipt rows the host wrote, byte for byte, written
 // again into a fresh store file opened the same way (so the same driver,
@@ -141,7 +141,7 @@ func (hb *hostBench) check(b *testing.B) {
 
 // bareRow is the jobs row and the job_receipt row of one deferral.
 type bareRow struct {
-	id, spec, state, stage, ownership                             string
+	id, spec, state, stage, ownership, submitted                  string
 	priority, deadline, created, updated, runAt, resumeBy, issued int64
 	receipt                                                       []byte
 }
@@ -150,14 +150,14 @@ const (
 	// bareColumns are the jobs columns a deferral sets; bareInsertJob
 	// gives the others the values a new job has.
 	bareColumns = `id, spec, state, stage, ownership, priority, deadline_ms, created_at_ms, updated_at_ms,
-	run_at_ms, resume_by_ms`
+	run_at_ms, resume_by_ms, submitted_state`
 	// bareSelect reads the rows of the jobs after the first ?1, in the
 	// order the host wrote them.
 	bareSelect = `SELECT ` + bareColumns + `, r.json, r.issued_at_ms FROM jobs JOIN job_receipt r ON r.job_id = id
 	WHERE jobs.rowid > ?1 ORDER BY jobs.rowid`
 	bareInsertJob = `INSERT INTO jobs (` + bareColumns + `, fence, lease_owner, lease_until_ms, progress_by_ms,
 	attempts, probes, approved, session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', 0, 0, 0, 0, 0, '', NULL, NULL, NULL)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', 0, 0, 0, 0, 0, '', NULL, NULL, NULL)`
 	bareInsertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES (?, 1, ?, ?)`
 )
 
@@ -173,7 +173,7 @@ func (hb *hostBench) rowsAfter(b *testing.B, n int) []bareRow {
 	for rows.Next() {
 		var r bareRow
 		if err := rows.Scan(&r.id, &r.spec, &r.state, &r.stage, &r.ownership, &r.priority, &r.deadline, &r.created,
-			&r.updated, &r.runAt, &r.resumeBy, &r.receipt, &r.issued); err != nil {
+			&r.updated, &r.runAt, &r.resumeBy, &r.submitted, &r.receipt, &r.issued); err != nil {
 			b.Fatal(err)
 		}
 		out = append(out, r)
@@ -231,7 +231,7 @@ func (bb *bareBench) write(b *testing.B, goroutines, perCommit int, rows []bareR
 		}
 		for _, r := range rows[i : i+n] {
 			if _, err := bb.insJob.ExecContext(ctx, r.id, r.spec, r.state, r.stage, r.ownership, r.priority, r.deadline,
-				r.created, r.updated, r.runAt, r.resumeBy); err != nil {
+				r.created, r.updated, r.runAt, r.resumeBy, r.submitted); err != nil {
 				return err
 			}
 			if _, err := bb.insReceipt.ExecContext(ctx, r.id, r.receipt, r.issued); err != nil {

@@ -39,26 +39,27 @@ const (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 
 	// insertJob inserts a new job, or nothing when its id is taken (no
-	// row changed): SubmitJob then reads the stored one.
-	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	// row changed): SubmitJob then reads the stored one. submitted_state
+	// records the submission (see selectSubmission).
+	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms, submitted_state)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 
 	updateJob = `UPDATE jobs SET state = ?, stage = ?, ownership = ?, updated_at_ms = ?, run_at_ms = ?,
 	resume_by_ms = ?, fence = ?, lease_owner = ?, lease_until_ms = ?, progress_by_ms = ?, attempts = ?,
 	probes = ?, approved = ?, session_id = ?, checkpoint_stage = ?, checkpoint_data = ?,
 	checkpoint_at_ms = ? WHERE id = ?`
 
-	// Transitions and receipts number from 1 per job.
+	// Transitions and receipts number from 1 per job. A job's submission
+	// is not a job_transition row but its own row's submitted_state (since
+	// migration 003).
 	insertTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
 	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_transition WHERE job_id = ?1`
 
 	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
 	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM job_receipt WHERE job_id = ?1`
 
-	// A job SubmitJob has just inserted has no history yet: its submission
-	// and its receipt are the first, seq 1, with no look-up.
-	insertFirstTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
-	VALUES (?, 1, ?, ?, ?, ?)`
+	// A job SubmitJob has just inserted has no receipt yet: its first is
+	// seq 1, with no look-up.
 	insertFirstReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES (?, 1, ?, ?)`
 
 	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
@@ -92,7 +93,10 @@ const (
 	listJobs        = `SELECT ` + jobColumns + ` FROM jobs ORDER BY created_at_ms, id`
 	listJobsInState = `SELECT ` + jobColumns + ` FROM jobs WHERE state = ? ORDER BY created_at_ms, id`
 	countJobs       = `SELECT state, count(*) FROM jobs GROUP BY state`
-	jobExists       = `SELECT 1 FROM jobs WHERE id = ?`
+	// selectSubmission reads how a job was submitted: the state it was
+	// submitted in, when. '' is a job submitted before migration 003, whose
+	// submission is its first job_transition row.
+	selectSubmission = `SELECT submitted_state, created_at_ms FROM jobs WHERE id = ?`
 
 	selectAttempts = `SELECT attempt_id, fence, started_at_ms, ended_at_ms, outcome, exit_code, waited_s
 	FROM job_attempt WHERE job_id = ? ORDER BY rowid`
@@ -244,7 +248,7 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 
 	var out job.Job
 	var created bool
-	args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline))
+	args := append(jobArgs(j, spec), j.Spec.Priority, store.MS(j.Spec.Deadline), string(j.State))
 	err = s.write(ctx, func(b *batch) error {
 		// Insert first and read only when the id is taken: a new job, the
 		// common case, costs no look-up.
@@ -265,9 +269,6 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 			default:
 				return job.ErrConflict
 			}
-		}
-		if _, err := b.Exec(insertFirstTransition, j.ID, "", string(j.State), store.MS(now), reasonSubmitted); err != nil {
-			return err
 		}
 		if rc != nil {
 			if _, err := b.Exec(insertFirstReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
@@ -358,15 +359,19 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 		}
 		return st.QueryContext(ctx, id)
 	}
-	exists, err := s.txStmt(ctx, tx, jobExists)
+	submission, err := s.txStmt(ctx, tx, selectSubmission)
 	if err != nil {
 		return job.History{}, err
 	}
-	var one int
-	if err := exists.QueryRowContext(ctx, id).Scan(&one); err != nil {
+	var submitted string
+	var created int64
+	if err := submission.QueryRowContext(ctx, id).Scan(&submitted, &created); err != nil {
 		return job.History{}, notFound(err)
 	}
 	var h job.History
+	if submitted != "" {
+		h.Transitions = []job.Transition{{To: job.State(submitted), At: store.FromMS(created), Reason: reasonSubmitted}}
+	}
 	rows, err := query(selectAttempts)
 	if err != nil {
 		return job.History{}, err

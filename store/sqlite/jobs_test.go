@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,6 +195,82 @@ func submitAll(t *testing.T, s *sqlite.Store, n int, mk func(i int) job.Job) {
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
+	}
+}
+
+// TestMigrateSubmissions opens a file made by a layover whose job tables
+// kept a job's submission as its first job_transition row (schema 2): the
+// old job's history reads as before and goes on, and a job submitted after
+// the migration has the same history though no row says its submission.
+func TestMigrateSubmissions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+
+	path := filepath.Join(t.TempDir(), "layover.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"001_ledger.up.sql", "002_jobs.up.sql"} {
+		body, err := os.ReadFile(filepath.Join("migration", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, string(body)); err != nil {
+			t.Fatalf("making a v2 file: %s: %v", name, err)
+		}
+	}
+	// A deferred job as schema 2 stored it, submitted at base.
+	old := storetest.BenchJob("old", base)
+	spec, err := json.Marshal(old.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := base.UnixMilli()
+	for _, q := range []string{"PRAGMA user_version = 2",
+		`INSERT INTO jobs (id, spec, state, stage, ownership, priority, deadline_ms, created_at_ms, updated_at_ms,
+		run_at_ms, resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts, probes, approved,
+		session_id) VALUES ('old', '` + string(spec) + `', 'deferred', '', 'handoff', 0, 0, ` + strconv.FormatInt(ms, 10) +
+			`, ` + strconv.FormatInt(ms, 10) + `, 0, 0, 0, '', 0, 0, 0, 0, 0, '')`,
+		`INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
+		VALUES ('old', 1, '', 'deferred', ` + strconv.FormatInt(ms, 10) + `, 'submitted')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("making a v2 file: %v", err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, path)
+	later := base.Add(time.Minute)
+	if _, _, err := s.SubmitJob(ctx, storetest.BenchJob("new", base), nil, later); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"old", "new"} {
+		if _, err := s.ApplyJob(ctx, id, -1, job.Change{To: job.Cancelled, Now: later.Add(time.Second), Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string][]job.Transition{
+		"old": {{To: job.Deferred, At: base, Reason: "submitted"},
+			{From: job.Deferred, To: job.Cancelled, At: later.Add(time.Second), Reason: "test"}},
+		"new": {{To: job.Ready, At: later, Reason: "submitted"},
+			{From: job.Ready, To: job.Cancelled, At: later.Add(time.Second), Reason: "test"}},
+	} {
+		h, err := s.JobHistory(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Transitions) != len(want) {
+			t.Fatalf("%s: transitions %+v, want %+v", id, h.Transitions, want)
+		}
+		for i, w := range want {
+			if g := h.Transitions[i]; g.From != w.From || g.To != w.To || !g.At.Equal(w.At) || g.Reason != w.Reason {
+				t.Errorf("%s: transition %d = %+v, want %+v", id, i, g, w)
+			}
+		}
 	}
 }
 
