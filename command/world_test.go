@@ -136,17 +136,7 @@ func script(t *testing.T, outcomes ...string) (argv []string, runs func() int) {
 		}
 	}
 	b.WriteString("esac\n")
-	return []string{"sh", "-c", b.String()}, func() int {
-		t.Helper()
-		data, err := os.ReadFile(file)
-		if os.IsNotExist(err) {
-			return 0
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bytes.Count(data, []byte("\n"))
-	}
+	return []string{"sh", "-c", b.String()}, func() int { return countLines(t, file) }
 }
 
 // wait is one wait a Run took: how long, and after how many runs.
