@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"

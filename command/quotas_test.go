@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/command"
-	"github.com/layoverhq/layover/internal/clock"
 	"github.com/layoverhq/layover/internal/fake"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/transport"

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
 )
 

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 // maxShown bounds, in bytes, one field of text from outside layover (a
@@ -20,7 +20,7 @@ const maxShown = 200
 
 // shown is text layover did not write itself as a terminal may print it:
 // one line of at most maxShown bytes, without control characters or escape
-// sequences (internal/textsafe).
+// sequences (textsafe).
 func shown(s string) string { return textsafe.Line(s, maxShown) }
 
 // HumanTime renders t for people, as every line of layover does: local date

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/quota"
@@ -554,7 +555,7 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 			h.fail(ctx, j, fmt.Sprintf("transient failure, no attempts left (%d of %d): %s", n, limit, res.Outcome.Reason), att)
 			return
 		}
-		runAt := end.Add(transientBackoff(n))
+		runAt := end.Add(transientBackoff.Next(n - 1))
 		h.apply(ctx, j, job.Change{To: job.Ready, Reason: "transient failure: " + res.Outcome.Reason, Attempt: att,
 			Mutate: func(x *job.Job) {
 				x.Attempts, x.RunAt, x.Stage = n, runAt, "retry at "+stageTime(runAt)
@@ -646,13 +647,7 @@ func (h *Host) shell(ctx context.Context, j job.Job, command string, extra []str
 	return 0, out.Bytes(), nil
 }
 
-// transientBackoff is the wait before the run after the n'th transient
-// failure (n >= 1): DefaultBackoff doubled each time, at most MaxBackoff,
-// so no attempt count can shift it past the largest Duration.
-func transientBackoff(n int) time.Duration {
-	d := DefaultBackoff
-	for i := 1; i < n && d < MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, MaxBackoff)
-}
+// transientBackoff gives the wait before the run after the n'th transient
+// failure (Next(n-1) for n >= 1): DefaultBackoff doubled each time, at most
+// MaxBackoff, so no attempt count shifts it past the largest Duration.
+var transientBackoff = clock.Exponential(DefaultBackoff, MaxBackoff)

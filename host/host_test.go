@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/host"
-	"github.com/layoverhq/layover/internal/clock"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"

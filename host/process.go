@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host/supervisor"
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/redact"
 )
 
 // Classifier turns a failed process's exit code and output into an outcome.

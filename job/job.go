@@ -1,6 +1,6 @@
 // Package job holds the value types of a durable job: its spec, state,
 // attempts, transitions, receipts and checkpoint. It depends on nothing else
-// in layover but internal/redact (Spec.Validate refuses secrets), so the
+// in layover but redact (Spec.Validate refuses secrets), so the
 // host and every store can share it without a cycle.
 //
 // The lifecycle is that of docs/lifecycle.md: a job is ready, running, deferred,

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/redact"
 )
 
 // MaxNameBytes bounds a job's name, and MaxStageBytes a checkpoint's stage,

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/redact"
 )
 
 // ParseRawHTTP parses one HTTP response as `curl -i` prints it: a status
@@ -231,7 +231,7 @@ const maxQuoted = 60
 
 // quoteShort quotes at most maxQuoted bytes of b, cut on a rune boundary, as
 // a one-line Go string literal, with "…" after it when b was longer. A
-// secret in b is masked (internal/redact) before the cut, on the first
+// secret in b is masked (redact) before the cut, on the first
 // maxQuoted+cleanLookahead bytes, so that no part of it is quoted.
 func quoteShort(b []byte) string {
 	window := b[:min(len(b), maxQuoted+cleanLookahead)]

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/layoverhq/layover/internal/redact"
-	"github.com/layoverhq/layover/internal/textsafe"
+	"github.com/layoverhq/layover/redact"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 // MaxReason bounds an Outcome's Reason, in runes.
@@ -18,9 +18,9 @@ const cleanLookahead = 128
 
 // CleanText returns text a provider or a command printed in a form fit to
 // store and show a person: one line without escape sequences or control,
-// format or separator characters (internal/textsafe.Line), runs of white
+// format or separator characters (textsafe.Line), runs of white
 // space made one space and trimmed, every recognisable secret masked
-// (internal/redact), and at most n runes long, the last of them "…" when
+// (redact), and at most n runes long, the last of them "…" when
 // it was cut. Only the first 4n+128 bytes of s are read, so the cost is
 // bounded whatever the length of s.
 //

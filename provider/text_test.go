@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/layoverhq/layover/internal/fuzzbound"
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/redact"
 )
 
 func TestCleanText(t *testing.T) {

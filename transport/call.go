@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 )
 
 // call is one RoundTrip: the request, its attempts, and its wait budget.

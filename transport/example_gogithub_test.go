@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-github/v84/github"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/internal/fake"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/transport"

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/internal/fake"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/transport"

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/quota"
 )
 

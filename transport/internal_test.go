@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 )
 
 func TestChooseByHost(t *testing.T) {
@@ -93,19 +92,5 @@ func TestCredential(t *testing.T) {
 				t.Errorf("credential = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestExponential(t *testing.T) {
-	t.Parallel()
-	b := Exponential(time.Second, 30*time.Second)
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
-	for n, w := range want {
-		if got := b.Next(n); got != w {
-			t.Errorf("Next(%d) = %s, want %s", n, got, w)
-		}
-	}
-	if got := b.Next(1000); got != 30*time.Second {
-		t.Errorf("Next(1000) = %s", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/transport"
 )

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -130,7 +130,7 @@ type Options struct {
 
 	// Backoff gives the wait before the n-th transient retry (n from 0).
 	// nil means DefaultBackoff.
-	Backoff Backoff
+	Backoff clock.Backoff
 }
 
 // WaitKind says what a wait is for.

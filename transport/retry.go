@@ -11,38 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/provider/resetparse"
 )
 
-// Backoff gives the wait before a transient retry. Implementations must be
-// safe for concurrent use.
-type Backoff interface {
-	// Next returns the wait before retry n (0 for the first retry).
-	Next(n int) time.Duration
-}
-
-// BackoffFunc adapts a function to Backoff.
-type BackoffFunc func(n int) time.Duration
-
-// Next returns f(n).
-func (f BackoffFunc) Next(n int) time.Duration { return f(n) }
-
-// Exponential returns a Backoff of base × 2ⁿ, at most limit.
-func Exponential(base, limit time.Duration) Backoff {
-	return BackoffFunc(func(n int) time.Duration {
-		d := base
-		for range n {
-			if d >= limit/2 {
-				return limit
-			}
-			d *= 2
-		}
-		return min(d, limit)
-	})
-}
-
 // DefaultBackoff waits 1 s, 2 s, 4 s, … at most 30 s.
-var DefaultBackoff = Exponential(time.Second, 30*time.Second)
+var DefaultBackoff = clock.Exponential(time.Second, 30*time.Second)
 
 // Replayable reports whether req's body can be sent again: it has none, or
 // GetBody can make a fresh copy. A request whose body cannot be read again

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 )
@@ -40,7 +40,7 @@ type Transport struct {
 	log              *slog.Logger
 	hostname         string
 	transientRetries int
-	backoff          Backoff
+	backoff          clock.Backoff
 
 	view     *view
 	gates    *gates

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
 )
 

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/registry"
+	"github.com/layoverhq/layover/redact"
 )
 
 // ClassifyOptions are the flags of layover classify.

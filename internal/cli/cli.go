@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/layoverhq/layover/internal/clock"
-	"github.com/layoverhq/layover/internal/textsafe"
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 // Exit codes of docs/design.md (Exit codes).
@@ -189,7 +189,7 @@ const (
 // shown is text layover did not write itself (a provider's, or a row of
 // the store, which any host of a fleet may have written) as a terminal may
 // print it: one line of at most maxShown bytes, without control characters
-// or escape sequences (internal/textsafe). JSON output needs none of this:
+// or escape sequences (textsafe). JSON output needs none of this:
 // encoding/json escapes control characters.
 func shown(s string) string { return textsafe.Line(s, maxShown) }
 

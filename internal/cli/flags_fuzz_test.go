@@ -16,8 +16,8 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/internal/fuzzbound"
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 )
 
 // Fuzz targets of the flag parsers: what a user types is outside input too

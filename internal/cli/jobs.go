@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/command"
-	"github.com/layoverhq/layover/internal/textsafe"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 // JobsOptions are the flags of layover jobs.

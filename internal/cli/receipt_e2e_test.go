@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/internal/cli"
-	"github.com/layoverhq/layover/internal/clock"
 	"github.com/layoverhq/layover/internal/fake"
 	"github.com/layoverhq/layover/receipt"
 )

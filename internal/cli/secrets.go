@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider/github"
+	"github.com/layoverhq/layover/redact"
 )
 
 // knownSecrets is every secret value this command knows (docs/secrets.md):

@@ -9,10 +9,10 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/host"
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 )
 
 // ServeOptions are the flags of layover serve.

@@ -51,7 +51,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/layoverhq/layover/internal/redact"
+	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/internal/groupcommit"
 )

@@ -10,9 +10,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/layoverhq/layover/internal/redact"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 )
 
 // CheckOutcome verifies what every classification by provider name must
@@ -57,7 +57,7 @@ func CheckOutcome(out provider.Outcome, name, input string, now time.Time, extra
 
 // CheckReason verifies a Reason as a classifier must give it: not empty,
 // at most provider.MaxReason runes, without a control character or a
-// recognisable secret (internal/redact), whatever the input held.
+// recognisable secret (redact), whatever the input held.
 func CheckReason(reason string) error {
 	switch {
 	case reason == "":

@@ -140,7 +140,7 @@ func FuzzString(f *testing.F) {
 // BenchmarkString measures masking a classifier's reason (about 150 bytes)
 // with no secret in it, the common case, and with one.
 //
-//	go test -run '^$' -bench BenchmarkString -benchmem ./internal/redact/
+//	go test -run '^$' -bench BenchmarkString -benchmem ./redact/
 func BenchmarkString(b *testing.B) {
 	for name, in := range map[string]string{
 		"clean":  `HTTP 403 with "API rate limit exceeded for user ID 1." (resource core, reset 2026-12-01T12:00:00Z); x-ratelimit-remaining 0 of 5000`,

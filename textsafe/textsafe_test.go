@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/layoverhq/layover/internal/fuzzbound"
-	"github.com/layoverhq/layover/internal/textsafe"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 func TestLine(t *testing.T) {
