@@ -136,33 +136,9 @@ func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 	case string:
 		writeString(b, x)
 	case []string:
-		if x == nil {
-			b.WriteString("null")
-			break
-		}
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeString(b, e)
-		}
-		b.WriteByte(']')
+		return writeArray(b, x, func(e string) error { writeString(b, e); return nil })
 	case []any:
-		if x == nil {
-			b.WriteString("null")
-			break
-		}
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeCanonical(b, e, direct); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
+		return writeArray(b, x, func(e any) error { return writeCanonical(b, e, direct) })
 	case map[string]any:
 		if x == nil {
 			b.WriteString("null")
@@ -196,6 +172,26 @@ func writeCanonical(b *bytes.Buffer, v any, direct bool) error {
 		}
 		return fmt.Errorf("receipt: canonical JSON: unexpected %T", v)
 	}
+	return nil
+}
+
+// writeArray writes x as a JSON array, each element by write; a nil slice
+// is null, as encoding/json writes it.
+func writeArray[E any](b *bytes.Buffer, x []E, write func(E) error) error {
+	if x == nil {
+		b.WriteString("null")
+		return nil
+	}
+	b.WriteByte('[')
+	for i, e := range x {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := write(e); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
 	return nil
 }
 
