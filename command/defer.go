@@ -14,9 +14,6 @@ import (
 	"github.com/layoverhq/layover/receipt"
 )
 
-// ErrNoJobs is a store that keeps no jobs, given for Submit.
-var ErrNoJobs = errors.New("store: this backend keeps no jobs")
-
 // refuseSubmitSecret refuses, before the command first runs, a Submit
 // whose command or resume command holds a secret (a recognisable one, or
 // one of Secrets): the store would keep it and `jobs --json` and `show
@@ -89,10 +86,7 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	id := host.NewID()
 	de := &DeferredError{}
 	if c.Submit {
-		js, ok := c.Store.(host.Store)
-		if !ok {
-			return true, ErrNoJobs
-		}
+		js := c.Store
 		live, err := host.LiveHosts(ctx, js, now, host.DefaultLease)
 		if err != nil {
 			return true, &StoreError{Op: "read", Err: err}

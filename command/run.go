@@ -54,7 +54,7 @@ type Config struct {
 	DeferAfter time.Duration
 	// Submit implies Defer and also records the deferred job with its
 	// receipt for the durable host: ownership retained when a host is
-	// live, else handoff. Store must keep jobs (a host.Store).
+	// live, else handoff.
 	Submit bool
 
 	// Store is the ledger, the waiter table and the activity log, and with

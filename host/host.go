@@ -19,11 +19,8 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-// Store is what a host needs of its store: the ledger and the jobs.
-type Store interface {
-	store.Store
-	store.Jobs
-}
+// Store is what a host needs of its store: all of it (store.Store).
+type Store = store.Store
 
 // Quotas resolves a job's quota names and reads their state.
 type Quotas interface {

@@ -1,11 +1,13 @@
-// Package store defines what layover remembers and the interface every
-// storage backend implements. It is an internal seam: backends live in
-// subpackages (store/sqlite) and all pass the conformance suite in
-// store/storetest.
+// Package store defines what layover remembers and the one interface every
+// storage backend implements whole. It is an internal seam: backends live
+// in subpackages (store/sqlite, store/postgres), each asserting that its
+// *Store is a Store, and all pass the conformance suite in store/storetest.
 //
-// A store keeps quota states, learned logins, the activity log and the
-// commands that are waiting. It never keeps a token: principals are logins or
-// token fingerprints (see quota.TokenFingerprint).
+// A store keeps quota states, learned logins, the activity log, the
+// commands that are waiting, and the durable host's jobs and hosts. It
+// never keeps a token: principals are logins or token fingerprints (see
+// quota.TokenFingerprint). A consumer that needs only part of it declares
+// its own smaller interface.
 package store
 
 import (
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -48,9 +51,14 @@ type Waiter struct {
 	StartedAt time.Time
 }
 
-// Store is layover's memory. Implementations are safe for concurrent use by
-// many goroutines and many processes at once; every write is atomic.
+// Store is layover's memory: the ledger, the activity log, the waiting
+// commands, the jobs and the durable hosts. Implementations are safe for
+// concurrent use by many goroutines and many processes at once; every
+// write is atomic, and a method that changes a claimed job checks its
+// fence in the same transaction.
 type Store interface {
+	// The ledger.
+
 	// RecordStates upserts observations. For each key the most recently
 	// observed state wins, whatever order concurrent writers commit in.
 	RecordStates(ctx context.Context, states []quota.State) error
@@ -68,6 +76,8 @@ type Store interface {
 	// one quota.
 	LearnLogin(ctx context.Context, host, fingerprint, login string, at time.Time) error
 
+	// The activity log.
+
 	// RecordSkip writes a skip line to the activity log only when reasonKey
 	// differs from the last skip reason recorded for scope. It reports
 	// whether it wrote.
@@ -80,6 +90,8 @@ type Store interface {
 	// first.
 	Activity(ctx context.Context, limit int) ([]Activity, error)
 
+	// The waiting commands.
+
 	// RegisterWaiter records a waiting command and returns its id.
 	RegisterWaiter(ctx context.Context, w Waiter) (int64, error)
 	// RemoveWaiter deletes a waiter; removing one that is gone is no error.
@@ -87,6 +99,64 @@ type Store interface {
 	// Waiters lists the registered waiters, oldest first.
 	Waiters(ctx context.Context) ([]Waiter, error)
 
+	// The jobs and the durable hosts.
+
+	// SubmitJob records a new job. When the id exists with an equal spec it
+	// returns the stored job and created=false; with a different spec,
+	// job.ErrConflict. A non-nil receipt is stored in the same transaction
+	// (a job submitted already deferred, with its wake-up in RunAt).
+	SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (stored job.Job, created bool, err error)
+	// Job returns one job, or job.ErrNotFound.
+	Job(ctx context.Context, id string) (job.Job, error)
+	// ListJobs returns the jobs in state (all when state is ""), oldest first.
+	ListJobs(ctx context.Context, state job.State) ([]job.Job, error)
+	// JobHistory returns a job's attempts, transitions and receipts.
+	JobHistory(ctx context.Context, id string) (job.History, error)
+	// CountJobs counts jobs per state.
+	CountJobs(ctx context.Context) (map[job.State]int, error)
+
+	// ApplyJob applies one change. fence >= 0 must equal the job's fence
+	// (else job.ErrStaleFence); fence < 0 skips the check (operator
+	// actions). An operator change that moves a running job elsewhere also
+	// bumps the fence, so the host that held it loses it.
+	ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error)
+
+	// ClaimJobs claims up to limit due jobs for hostID: ready jobs whose
+	// RunAt has come, and resumable ones, highest priority first, then
+	// earliest RunAt. Each claim increments the fence and sets the lease
+	// until now+lease, in one transaction. States do not change.
+	ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error)
+	// RenewLeases extends the leases hostID holds (id -> fence) to
+	// now+lease and returns the ids whose fence or owner no longer match:
+	// leases the host lost.
+	RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) (lost []string, err error)
+	// SweepJobs does the time-driven transitions due at now and returns how
+	// many of each it made: deferred jobs with retained ownership whose
+	// RunAt came become resumable; deferred or resumable jobs whose ResumeBy
+	// passed, and unfinished jobs past their deadline, are cancelled; claimed
+	// jobs whose lease expired, or running jobs past their progress
+	// deadline, lose the claim (running ones go back to ready).
+	SweepJobs(ctx context.Context, now time.Time) (SweepResult, error)
+	// NextJobDue is the earliest time a sweep or claim has work: the next
+	// RunAt, ResumeBy, deadline, lease or progress expiry. ok is false when
+	// nothing is scheduled.
+	NextJobDue(ctx context.Context) (at time.Time, ok bool, err error)
+
+	// RegisterHost records a durable host; HostHeartbeat renews its
+	// LastSeen; UnregisterHost removes it; Hosts lists them.
+	RegisterHost(ctx context.Context, h job.Host) error
+	HostHeartbeat(ctx context.Context, id string, now time.Time) error
+	UnregisterHost(ctx context.Context, id string) error
+	Hosts(ctx context.Context) ([]job.Host, error)
+
 	// Close releases the store.
 	Close() error
+}
+
+// SweepResult counts what one sweep did.
+type SweepResult struct {
+	Woken     int // deferred -> resumable
+	Expired   int // deferred/resumable -> cancelled (resume_by passed)
+	PastDue   int // -> cancelled (job deadline passed)
+	Reclaimed int // lease or progress deadline lost
 }

@@ -9,31 +9,17 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
-	"github.com/layoverhq/layover/store"
 )
 
 // openJobStore opens the store for the job commands that write it.
 func openJobStore(ctx context.Context, env *Env, loc string) (host.Store, error) {
-	return jobStore(openStore(ctx, env, loc))
+	return openStore(ctx, env, loc)
 }
 
 // openJobStoreReadOnly opens the store for jobs and show, which only read
 // it (see openStoreReadOnly).
 func openJobStoreReadOnly(ctx context.Context, env *Env, loc string) (host.Store, error) {
-	return jobStore(openStoreReadOnly(ctx, env, loc))
-}
-
-// jobStore is st as a store of jobs.
-func jobStore(st store.Store, err error) (host.Store, error) {
-	if err != nil {
-		return nil, err
-	}
-	js, ok := st.(host.Store)
-	if !ok {
-		st.Close()
-		return nil, internalErr("store: this backend keeps no jobs")
-	}
-	return js, nil
+	return openStoreReadOnly(ctx, env, loc)
 }
 
 // jobError maps host and store errors to exit codes: an unknown job or a

@@ -18,7 +18,7 @@ import (
 )
 
 // Jobs keep their times in whole milliseconds, UTC, like the ledger (the
-// spec's deadline too), and a zero time as 0. Beyond store.Jobs' doc
+// spec's deadline too), and a zero time as 0. Beyond store.Store's doc
 // comments, which storetest.RunJobs checks, the store keeps these rules
 // (store/sqlite keeps the same):
 //
@@ -250,7 +250,7 @@ var sweepQueries = func() (qs [len(sweepSteps)]string) {
 	return qs
 }()
 
-// SubmitJob implements store.Jobs, group-committed with other job writes
+// SubmitJob implements store.Store, group-committed with other job writes
 // (see groupcommit.go). The job starts ready (State "" means ready) or
 // deferred; its fence is 0 and it is not claimed. The job, its transition
 // and its receipt are one statement.
@@ -297,7 +297,7 @@ func newSubmission(j job.Job, rc *job.Receipt, now time.Time) (*submission, erro
 	return &submission{j: j, spec: spec, rc: rc}, nil
 }
 
-// Job implements store.Jobs.
+// Job implements store.Store.
 func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 	j, err := scanJob(s.pool.QueryRow(ctx, selectJob, id))
 	if err != nil {
@@ -306,7 +306,7 @@ func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 	return j, nil
 }
 
-// ListJobs implements store.Jobs.
+// ListJobs implements store.Store.
 func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error) {
 	query, args := listJobs, []any(nil)
 	if state != "" {
@@ -316,7 +316,7 @@ func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error
 	return jobs, wrapErr("list jobs", err)
 }
 
-// CountJobs implements store.Jobs. States without jobs are left out.
+// CountJobs implements store.Store. States without jobs are left out.
 func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	rows, err := s.pool.Query(ctx, countJobs)
 	if err != nil {
@@ -335,7 +335,7 @@ func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	return out, nil
 }
 
-// JobHistory implements store.Jobs. The three lists are read from one
+// JobHistory implements store.Store. The three lists are read from one
 // snapshot (a read-only REPEATABLE READ transaction).
 func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
 	var h job.History
@@ -406,7 +406,7 @@ func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
 	return tr, err
 }
 
-// ApplyJob implements store.Jobs, group-committed with other job writes
+// ApplyJob implements store.Store, group-committed with other job writes
 // (see groupcommit.go): in one transaction that locks the job's row, the
 // fence and the change are checked against it, and the record is written
 // with its transition, attempt and receipt. Mutate runs inside that
@@ -434,7 +434,7 @@ func rollback(ctx context.Context, c *pgxpool.Conn) {
 	}
 }
 
-// ClaimJobs implements store.Jobs: one statement, in a transaction that
+// ClaimJobs implements store.Store: one statement, in a transaction that
 // also sets claimPlan, all in one round trip. The claims and their fences
 // are one transaction. Jobs another transaction holds are skipped, so
 // concurrent claimers on any host never wait for, nor share, a job.
@@ -500,7 +500,7 @@ func (s *Store) txBatch(ctx context.Context, build func(*pgx.Batch)) error {
 	})
 }
 
-// RenewLeases implements store.Jobs: one statement. lost is sorted.
+// RenewLeases implements store.Store: one statement. lost is sorted.
 func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) ([]string, error) {
 	if len(held) == 0 {
 		return nil, nil
@@ -539,7 +539,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	return lost, nil
 }
 
-// SweepJobs implements store.Jobs: cancels the jobs past their deadline,
+// SweepJobs implements store.Store: cancels the jobs past their deadline,
 // then those whose receipt expired, takes back lost claims and passed
 // progress deadlines, then wakes the due retained deferrals, all in one
 // transaction (one round trip, with sweepPlan). Each job is counted once, by the first
@@ -582,7 +582,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 const sweepPlan = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
 	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true)`
 
-// NextJobDue implements store.Jobs. A time at or before now means work is
+// NextJobDue implements store.Store. A time at or before now means work is
 // due now; a ready job with no RunAt is due since the zero time.
 func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	var at *int64
@@ -595,14 +595,14 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	return store.FromMS(*at), true, nil
 }
 
-// RegisterHost implements store.Jobs. Registering an id again replaces its
+// RegisterHost implements store.Store. Registering an id again replaces its
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen))
 	return wrapErr("register host "+h.ID, err)
 }
 
-// HostHeartbeat implements store.Jobs. An unregistered host is
+// HostHeartbeat implements store.Store. An unregistered host is
 // store.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, heartbeatHost, id, store.MS(now))
@@ -612,14 +612,14 @@ func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) err
 	return wrapErr("heartbeat of host "+id, err)
 }
 
-// UnregisterHost implements store.Jobs. Removing a host that is gone is no
+// UnregisterHost implements store.Store. Removing a host that is gone is no
 // error.
 func (s *Store) UnregisterHost(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, deleteHost, id)
 	return wrapErr("unregister host "+id, err)
 }
 
-// Hosts implements store.Jobs, ordered by id.
+// Hosts implements store.Store, ordered by id.
 func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 	rows, err := s.pool.Query(ctx, selectHosts)
 	if err != nil {

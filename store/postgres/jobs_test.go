@@ -19,7 +19,7 @@ import (
 )
 
 // submitAll submits n jobs made by mk, from 16 goroutines.
-func submitAll(t testing.TB, s store.Jobs, n int, mk func(i int) job.Job) {
+func submitAll(t testing.TB, s store.Store, n int, mk func(i int) job.Job) {
 	t.Helper()
 	errs := make([]error, 16)
 	var wg sync.WaitGroup

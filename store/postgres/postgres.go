@@ -75,7 +75,7 @@ const (
 // deadlock or a serialization failure is run again.
 const maxTries = 5
 
-// Store is a store.Store and store.Jobs on a PostgreSQL database. Safe for
+// Store is a store.Store on a PostgreSQL database. Safe for
 // concurrent use by many goroutines and many processes at once.
 type Store struct {
 	pool *pgxpool.Pool
@@ -95,10 +95,7 @@ func newStore(pool *pgxpool.Pool, where string) *Store {
 	return s
 }
 
-var (
-	_ store.Store = (*Store)(nil)
-	_ store.Jobs  = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // DSNError reports a store location that is not a usable PostgreSQL URL:
 // the user's input is wrong, not layover. DSN is the location with its

@@ -61,7 +61,7 @@ func TestJobs(t *testing.T) {
 	t.Parallel()
 	pgtest.DSN(t)
 
-	storetest.RunJobs(t, func(t *testing.T) store.Jobs { return openFresh(t) })
+	storetest.RunJobs(t, func(t *testing.T) store.Store { return openFresh(t) })
 }
 
 // TestWithoutPreparedStatements runs both suites with statements sent
@@ -86,7 +86,7 @@ func TestWithoutPreparedStatements(t *testing.T) {
 	})
 	t.Run("Jobs", func(t *testing.T) {
 		t.Parallel()
-		storetest.RunJobs(t, func(t *testing.T) store.Jobs { return open(t, dsn(t)) })
+		storetest.RunJobs(t, func(t *testing.T) store.Store { return open(t, dsn(t)) })
 	})
 }
 

@@ -14,10 +14,8 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-var _ store.Jobs = (*Store)(nil)
-
 // Jobs keep their times in whole milliseconds, UTC, like the ledger (the
-// spec's deadline too), and a zero time as 0. Beyond store.Jobs' doc
+// spec's deadline too), and a zero time as 0. Beyond store.Store's doc
 // comments, which storetest.RunJobs checks, the store keeps these rules:
 //
 //   - ID, Spec, CreatedAt, Fence, LeaseOwner and LeaseUntil belong to the
@@ -227,7 +225,7 @@ const (
 	outcomeLeaseLost = "lease-lost"
 )
 
-// SubmitJob implements store.Jobs. The job starts ready (State "" means
+// SubmitJob implements store.Store. The job starts ready (State "" means
 // ready) or deferred; its fence is 0 and it is not claimed.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
 	if j.ID == "" {
@@ -284,7 +282,7 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 	return out, created, nil
 }
 
-// Job implements store.Jobs.
+// Job implements store.Store.
 func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 	st, err := s.stmt(ctx, selectJob)
 	if err != nil {
@@ -297,7 +295,7 @@ func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 	return j, nil
 }
 
-// ListJobs implements store.Jobs.
+// ListJobs implements store.Store.
 func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error) {
 	query, args := listJobs, []any(nil)
 	if state != "" {
@@ -311,7 +309,7 @@ func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error
 	return jobs, wrapErr("list jobs", err)
 }
 
-// CountJobs implements store.Jobs. States without jobs are left out.
+// CountJobs implements store.Store. States without jobs are left out.
 func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	st, err := s.stmt(ctx, countJobs)
 	if err != nil {
@@ -334,7 +332,7 @@ func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	return out, wrapErr("count jobs", rows.Err())
 }
 
-// JobHistory implements store.Jobs. The three lists are read from one
+// JobHistory implements store.Store. The three lists are read from one
 // snapshot.
 func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
 	h, err := s.jobHistory(ctx, id)
@@ -435,7 +433,7 @@ func closeRows(rows *sql.Rows) error {
 	return rows.Close()
 }
 
-// ApplyJob implements store.Jobs, group-committed with other job writes.
+// ApplyJob implements store.Store, group-committed with other job writes.
 // Mutate runs on the store's writer, inside the transaction: it must be
 // quick and must not call the store's writing methods, which would wait for
 // the very transaction it holds open.
@@ -501,7 +499,7 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 	return j, nil
 }
 
-// ClaimJobs implements store.Jobs.
+// ClaimJobs implements store.Store.
 func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -522,7 +520,7 @@ func (s *Store) ClaimJobs(ctx context.Context, hostID string, now time.Time, lea
 	return out, nil
 }
 
-// RenewLeases implements store.Jobs. lost is sorted.
+// RenewLeases implements store.Store. lost is sorted.
 func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]int64, now time.Time, lease time.Duration) ([]string, error) {
 	if len(held) == 0 {
 		return nil, nil
@@ -555,7 +553,7 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	return lost, nil
 }
 
-// SweepJobs implements store.Jobs: cancels the jobs past their deadline,
+// SweepJobs implements store.Store: cancels the jobs past their deadline,
 // then those whose receipt expired, takes back lost claims and passed
 // progress deadlines, then wakes the due retained deferrals, all in one
 // transaction. Each job is counted once, by the first rule that moved it.
@@ -600,7 +598,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 	return res, nil
 }
 
-// NextJobDue implements store.Jobs. A time at or before now means work is
+// NextJobDue implements store.Store. A time at or before now means work is
 // due now; a ready job with no RunAt is due since the zero time.
 func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	st, err := s.stmt(ctx, nextJobDue)
@@ -617,7 +615,7 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 	return store.FromMS(at.Int64), true, nil
 }
 
-// RegisterHost implements store.Jobs. Registering an id again replaces its
+// RegisterHost implements store.Store. Registering an id again replaces its
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 	err := s.write(ctx, func(b *batch) error {
@@ -627,7 +625,7 @@ func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 	return wrapErr("register host "+h.ID, err)
 }
 
-// HostHeartbeat implements store.Jobs. An unregistered host is
+// HostHeartbeat implements store.Store. An unregistered host is
 // store.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
 	err := s.write(ctx, func(b *batch) error {
@@ -645,7 +643,7 @@ func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) err
 	return wrapErr("heartbeat of host "+id, err)
 }
 
-// UnregisterHost implements store.Jobs. Removing a host that is gone is no
+// UnregisterHost implements store.Store. Removing a host that is gone is no
 // error.
 func (s *Store) UnregisterHost(ctx context.Context, id string) error {
 	err := s.write(ctx, func(b *batch) error {
@@ -655,7 +653,7 @@ func (s *Store) UnregisterHost(ctx context.Context, id string) error {
 	return wrapErr("unregister host "+id, err)
 }
 
-// Hosts implements store.Jobs, ordered by id.
+// Hosts implements store.Store, ordered by id.
 func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 	st, err := s.stmt(ctx, selectHosts)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 func TestJobs(t *testing.T) {
 	t.Parallel()
 
-	storetest.RunJobs(t, func(t *testing.T) store.Jobs {
+	storetest.RunJobs(t, func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "layover.db"))
 	})
 }

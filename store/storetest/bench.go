@@ -52,7 +52,7 @@ func benchID(i int64) string { return "j" + strconv.FormatInt(i, 10) }
 // BenchApplyJobParallel is durable deferral throughput: 64 goroutines each
 // deferring distinct ready jobs with a receipt through ApplyJob, every call
 // durable before it returns. It reports deferrals/s.
-func BenchApplyJobParallel(b *testing.B, s store.Jobs, now time.Time) {
+func BenchApplyJobParallel(b *testing.B, s store.Store, now time.Time) {
 	ctx := b.Context()
 	// Submit the jobs before the clock starts, 64 at a time.
 	var next atomic.Int64
@@ -84,7 +84,7 @@ func BenchApplyJobParallel(b *testing.B, s store.Jobs, now time.Time) {
 
 // BenchApplyJob is one deferral at a time: the latency of one durable
 // deferral.
-func BenchApplyJob(b *testing.B, s store.Jobs, now time.Time) {
+func BenchApplyJob(b *testing.B, s store.Store, now time.Time) {
 	ctx := b.Context()
 	var i int64
 	for b.Loop() {
@@ -104,7 +104,7 @@ func BenchApplyJob(b *testing.B, s store.Jobs, now time.Time) {
 
 // BenchSubmitJob submits distinct jobs from 64 goroutines, each durable
 // before the call returns. It reports submits/s.
-func BenchSubmitJob(b *testing.B, s store.Jobs, now time.Time) {
+func BenchSubmitJob(b *testing.B, s store.Store, now time.Time) {
 	ctx := b.Context()
 	var next atomic.Int64
 	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))

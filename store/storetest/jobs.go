@@ -15,11 +15,11 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-// RunJobs runs the conformance suite of store.Jobs. open must return a new,
+// RunJobs runs the conformance suite of store.Store. open must return a new,
 // empty store each time it is called, and close it when t ends. Every
 // subtest runs in parallel with the others.
 //
-// Beyond the doc comments of store.Jobs, the suite holds every backend to
+// Beyond the doc comments of store.Store, the suite holds every backend to
 // these rules:
 //   - Times come back in UTC at millisecond precision, the spec's deadline
 //     too; a zero time stays zero.
@@ -46,10 +46,10 @@ import (
 //     heartbeat never moves LastSeen back; HostHeartbeat of an unknown host
 //     is store.ErrNotFound; UnregisterHost of an unknown one is no error.
 //   - CountJobs has no entry for a state without jobs.
-func RunJobs(t *testing.T, open func(t *testing.T) store.Jobs) {
+func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 
-	setup := func(t *testing.T) (context.Context, store.Jobs) {
+	setup := func(t *testing.T) (context.Context, store.Store) {
 		t.Helper()
 		return t.Context(), open(t)
 	}
@@ -78,7 +78,7 @@ func RunJobs(t *testing.T, open func(t *testing.T) store.Jobs) {
 	}
 }
 
-type jobsSetup func(t *testing.T) (context.Context, store.Jobs)
+type jobsSetup func(t *testing.T) (context.Context, store.Store)
 
 const (
 	hostA = "host-a"
@@ -208,12 +208,12 @@ func checkJob(t *testing.T, what string, got, want job.Job) {
 }
 
 // checkStored fails t unless the store holds want for want.ID.
-func checkStored(t *testing.T, ctx context.Context, s store.Jobs, want job.Job) {
+func checkStored(t *testing.T, ctx context.Context, s store.Store, want job.Job) {
 	t.Helper()
 	checkJob(t, "Job", mustJob(t, ctx, s, want.ID), want)
 }
 
-func mustSubmit(t *testing.T, ctx context.Context, s store.Jobs, j job.Job, rc *job.Receipt, now time.Time) job.Job {
+func mustSubmit(t *testing.T, ctx context.Context, s store.Store, j job.Job, rc *job.Receipt, now time.Time) job.Job {
 	t.Helper()
 	got, created, err := s.SubmitJob(ctx, j, rc, now)
 	if err != nil || !created {
@@ -222,7 +222,7 @@ func mustSubmit(t *testing.T, ctx context.Context, s store.Jobs, j job.Job, rc *
 	return got
 }
 
-func mustJob(t *testing.T, ctx context.Context, s store.Jobs, id string) job.Job {
+func mustJob(t *testing.T, ctx context.Context, s store.Store, id string) job.Job {
 	t.Helper()
 	j, err := s.Job(ctx, id)
 	if err != nil {
@@ -231,7 +231,7 @@ func mustJob(t *testing.T, ctx context.Context, s store.Jobs, id string) job.Job
 	return j
 }
 
-func mustApply(t *testing.T, ctx context.Context, s store.Jobs, id string, fence int64, ch job.Change) job.Job {
+func mustApply(t *testing.T, ctx context.Context, s store.Store, id string, fence int64, ch job.Change) job.Job {
 	t.Helper()
 	j, err := s.ApplyJob(ctx, id, fence, ch)
 	if err != nil {
@@ -240,7 +240,7 @@ func mustApply(t *testing.T, ctx context.Context, s store.Jobs, id string, fence
 	return j
 }
 
-func mustClaim(t *testing.T, ctx context.Context, s store.Jobs, host string, now time.Time, limit int) []job.Job {
+func mustClaim(t *testing.T, ctx context.Context, s store.Store, host string, now time.Time, limit int) []job.Job {
 	t.Helper()
 	js, err := s.ClaimJobs(ctx, host, now, lease, limit)
 	if err != nil {
@@ -249,7 +249,7 @@ func mustClaim(t *testing.T, ctx context.Context, s store.Jobs, host string, now
 	return js
 }
 
-func mustHistory(t *testing.T, ctx context.Context, s store.Jobs, id string) job.History {
+func mustHistory(t *testing.T, ctx context.Context, s store.Store, id string) job.History {
 	t.Helper()
 	h, err := s.JobHistory(ctx, id)
 	if err != nil {
@@ -258,7 +258,7 @@ func mustHistory(t *testing.T, ctx context.Context, s store.Jobs, id string) job
 	return h
 }
 
-func mustSweep(t *testing.T, ctx context.Context, s store.Jobs, now time.Time, want store.SweepResult) {
+func mustSweep(t *testing.T, ctx context.Context, s store.Store, now time.Time, want store.SweepResult) {
 	t.Helper()
 	got, err := s.SweepJobs(ctx, now)
 	if err != nil {
@@ -278,7 +278,7 @@ func ids(js []job.Job) []string {
 }
 
 // checkTransitions fails t unless id's transitions are want, oldest first.
-func checkTransitions(t *testing.T, ctx context.Context, s store.Jobs, id string, want ...job.Transition) {
+func checkTransitions(t *testing.T, ctx context.Context, s store.Store, id string, want ...job.Transition) {
 	t.Helper()
 	got := mustHistory(t, ctx, s, id).Transitions
 	if len(got) != len(want) {
@@ -297,7 +297,7 @@ func checkTransitions(t *testing.T, ctx context.Context, s store.Jobs, id string
 }
 
 // lastTransition is the newest transition of id.
-func lastTransition(t *testing.T, ctx context.Context, s store.Jobs, id string) job.Transition {
+func lastTransition(t *testing.T, ctx context.Context, s store.Store, id string) job.Transition {
 	t.Helper()
 	trs := mustHistory(t, ctx, s, id).Transitions
 	if len(trs) == 0 {
@@ -308,7 +308,7 @@ func lastTransition(t *testing.T, ctx context.Context, s store.Jobs, id string) 
 
 // running submits id, claims it for hostA at now and starts it with an open
 // attempt; it returns the running job (fence 1, leased until now+lease).
-func running(t *testing.T, ctx context.Context, s store.Jobs, id string, now time.Time) job.Job {
+func running(t *testing.T, ctx context.Context, s store.Store, id string, now time.Time) job.Job {
 	t.Helper()
 	mustSubmit(t, ctx, s, newJob(id), nil, now)
 	claimed := mustClaim(t, ctx, s, hostA, now, 1)
@@ -558,7 +558,7 @@ func testListAndCount(t *testing.T, setup jobsSetup) {
 // bring submits ids and brings them all to state from, at base. Ready and
 // resumable jobs are left claimed by hostA, so that they may start running.
 // It returns each job's fence.
-func bring(t *testing.T, ctx context.Context, s store.Jobs, from job.State, ids ...string) map[string]int64 {
+func bring(t *testing.T, ctx context.Context, s store.Store, from job.State, ids ...string) map[string]int64 {
 	t.Helper()
 	fences := map[string]int64{}
 	deferred := from == job.Deferred || from == job.Resumable
@@ -1460,52 +1460,52 @@ func testSweepJobs(t *testing.T, setup jobsSetup) {
 func testNextJobDue(t *testing.T, setup jobsSetup) {
 	tests := []struct {
 		name   string
-		build  func(t *testing.T, ctx context.Context, s store.Jobs)
+		build  func(t *testing.T, ctx context.Context, s store.Store)
 		want   time.Time
 		wantOK bool
 	}{
-		{"Empty", func(*testing.T, context.Context, store.Jobs) {}, time.Time{}, false},
-		{"OnlyEnded", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"Empty", func(*testing.T, context.Context, store.Store) {}, time.Time{}, false},
+		{"OnlyEnded", func(t *testing.T, ctx context.Context, s store.Store) {
 			bring(t, ctx, s, job.Complete, "c")
 			bring(t, ctx, s, job.Cancelled, "x")
 		}, time.Time{}, false},
-		{"ReadyRunAt", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"ReadyRunAt", func(t *testing.T, ctx context.Context, s store.Store) {
 			j := newJob("r")
 			j.RunAt = at(5*time.Minute + time.Microsecond)
 			mustSubmit(t, ctx, s, j, nil, at(0))
 		}, at(5 * time.Minute), true},
-		{"ClaimedReadyLease", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"ClaimedReadyLease", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, newJob("r"), nil, at(0))
 			mustClaim(t, ctx, s, hostA, at(time.Minute), 1)
 		}, at(time.Minute + lease), true},
-		{"RetainedWakeUp", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"RetainedWakeUp", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, deferredJob("d", at(10*time.Minute)), nil, at(0))
 		}, at(10 * time.Minute), true},
-		{"HandoffExpiry", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"HandoffExpiry", func(t *testing.T, ctx context.Context, s store.Store) {
 			j := deferredJob("d", at(10*time.Minute))
 			j.Ownership = job.Handoff
 			mustSubmit(t, ctx, s, j, nil, at(0))
 		}, at(70*time.Minute + time.Millisecond), true},
-		{"ResumableClaimable", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"ResumableClaimable", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, deferredJob("d", at(time.Minute)), nil, at(0))
 			mustSweep(t, ctx, s, at(2*time.Minute), store.SweepResult{Woken: 1})
 		}, at(time.Minute), true},
-		{"ClaimedResumableExpiry", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"ClaimedResumableExpiry", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, deferredJob("d", at(time.Minute)), nil, at(0))
 			mustSweep(t, ctx, s, at(2*time.Minute), store.SweepResult{Woken: 1})
 			c := mustClaim(t, ctx, s, hostA, at(2*time.Minute), 1)
 			mustRenew(t, ctx, s, c[0], at(2*time.Minute), 2*time.Hour)
 		}, at(61*time.Minute + time.Millisecond), true},
-		{"RunningLease", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"RunningLease", func(t *testing.T, ctx context.Context, s store.Store) {
 			r := running(t, ctx, s, "r", at(0))
 			mustApply(t, ctx, s, "r", r.Fence, job.Change{Now: at(0), Mutate: func(j *job.Job) { j.ProgressBy = at(time.Hour) }})
 		}, at(lease), true},
-		{"RunningProgress", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"RunningProgress", func(t *testing.T, ctx context.Context, s store.Store) {
 			r := running(t, ctx, s, "r", at(0))
 			mustApply(t, ctx, s, "r", r.Fence, job.Change{Now: at(0), Mutate: func(j *job.Job) { j.ProgressBy = at(5 * time.Minute) }})
 			mustRenew(t, ctx, s, r, at(0), time.Hour)
 		}, at(5*time.Minute + time.Millisecond), true},
-		{"BlockedDeadline", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"BlockedDeadline", func(t *testing.T, ctx context.Context, s store.Store) {
 			bring(t, ctx, s, job.Blocked, "b")
 			j := newJob("later")
 			j.RunAt, j.Spec.Deadline = at(3*time.Hour), at(2*time.Hour)
@@ -1518,7 +1518,7 @@ func testNextJobDue(t *testing.T, setup jobsSetup) {
 			mustApply(t, ctx, s, "blocked", c[0].Fence, job.Change{To: job.Running, Reason: "start", Now: at(0)})
 			mustApply(t, ctx, s, "blocked", c[0].Fence, job.Change{To: job.Blocked, Reason: "auth", Now: at(0)})
 		}, at(time.Hour + time.Millisecond), true},
-		{"Earliest", func(t *testing.T, ctx context.Context, s store.Jobs) {
+		{"Earliest", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, deferredJob("d1", at(10*time.Minute)), nil, at(0))
 			mustSubmit(t, ctx, s, deferredJob("d2", at(4*time.Minute)), nil, at(0))
 			j := newJob("r")
@@ -1543,7 +1543,7 @@ func testNextJobDue(t *testing.T, setup jobsSetup) {
 	}
 }
 
-func mustRenew(t *testing.T, ctx context.Context, s store.Jobs, j job.Job, now time.Time, d time.Duration) {
+func mustRenew(t *testing.T, ctx context.Context, s store.Store, j job.Job, now time.Time, d time.Duration) {
 	t.Helper()
 	if lost, err := s.RenewLeases(ctx, j.LeaseOwner, map[string]int64{j.ID: j.Fence}, now, d); err != nil || len(lost) != 0 {
 		t.Fatalf("RenewLeases(%s) = %v, %v", j.ID, lost, err)

@@ -33,14 +33,11 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 		rw.AppendActivity(ctx, store.Activity{At: base, Kind: "wait", Line: "waited"})); err != nil {
 		t.Fatalf("writing through the read-write store: %v", err)
 	}
-	rwJobs, jobs := rw.(store.Jobs)
-	if jobs {
-		if _, _, err := rwJobs.SubmitJob(ctx, newJob("ro-1"), nil, base); err != nil {
-			t.Fatalf("SubmitJob: %v", err)
-		}
-		if err := rwJobs.RegisterHost(ctx, job.Host{ID: "h1", Hostname: "host-a", PID: 9, StartedAt: base, LastSeen: base}); err != nil {
-			t.Fatalf("RegisterHost: %v", err)
-		}
+	if _, _, err := rw.SubmitJob(ctx, newJob("ro-1"), nil, base); err != nil {
+		t.Fatalf("SubmitJob: %v", err)
+	}
+	if err := rw.RegisterHost(ctx, job.Host{ID: "h1", Hostname: "host-a", PID: 9, StartedAt: base, LastSeen: base}); err != nil {
+		t.Fatalf("RegisterHost: %v", err)
 	}
 
 	if err := rw.Close(); err != nil {
@@ -81,32 +78,26 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 			return err
 		},
 	}
-	if jobs {
-		roJobs, ok := ro.(store.Jobs)
-		if !ok {
-			t.Fatalf("the read-only store keeps no jobs, the read-write one does")
-		}
-		j, err := roJobs.Job(ctx, "ro-1")
-		if err != nil || j.State != job.Ready {
-			t.Errorf("read-only Job = %+v, %v", j, err)
-		}
-		list, err := roJobs.ListJobs(ctx, "")
-		check("read-only ListJobs", len(list), err, 1)
-		counts, err := roJobs.CountJobs(ctx)
-		check("read-only CountJobs ready", counts[job.Ready], err, 1)
-		if h, err := roJobs.JobHistory(ctx, "ro-1"); err != nil || len(h.Transitions) == 0 {
-			t.Errorf("read-only JobHistory = %+v, %v; want the submission's transition", h, err)
-		}
-		hosts, err := roJobs.Hosts(ctx)
-		check("read-only Hosts", len(hosts), err, 1)
-		writes["SubmitJob"] = func() error { _, _, err := roJobs.SubmitJob(ctx, newJob("ro-2"), nil, base); return err }
-		writes["ApplyJob"] = func() error {
-			_, err := roJobs.ApplyJob(ctx, "ro-1", -1, job.Change{To: job.Cancelled, Reason: "test", Now: base})
-			return err
-		}
-		writes["ClaimJobs"] = func() error { _, err := roJobs.ClaimJobs(ctx, "h1", base, time.Minute, 1); return err }
-		writes["HostHeartbeat"] = func() error { return roJobs.HostHeartbeat(ctx, "h1", base.Add(time.Minute)) }
+	j, err := ro.Job(ctx, "ro-1")
+	if err != nil || j.State != job.Ready {
+		t.Errorf("read-only Job = %+v, %v", j, err)
 	}
+	list, err := ro.ListJobs(ctx, "")
+	check("read-only ListJobs", len(list), err, 1)
+	counts, err := ro.CountJobs(ctx)
+	check("read-only CountJobs ready", counts[job.Ready], err, 1)
+	if h, err := ro.JobHistory(ctx, "ro-1"); err != nil || len(h.Transitions) == 0 {
+		t.Errorf("read-only JobHistory = %+v, %v; want the submission's transition", h, err)
+	}
+	hosts, err := ro.Hosts(ctx)
+	check("read-only Hosts", len(hosts), err, 1)
+	writes["SubmitJob"] = func() error { _, _, err := ro.SubmitJob(ctx, newJob("ro-2"), nil, base); return err }
+	writes["ApplyJob"] = func() error {
+		_, err := ro.ApplyJob(ctx, "ro-1", -1, job.Change{To: job.Cancelled, Reason: "test", Now: base})
+		return err
+	}
+	writes["ClaimJobs"] = func() error { _, err := ro.ClaimJobs(ctx, "h1", base, time.Minute, 1); return err }
+	writes["HostHeartbeat"] = func() error { return ro.HostHeartbeat(ctx, "h1", base.Add(time.Minute)) }
 	for name, write := range writes {
 		if err := write(); err == nil {
 			t.Errorf("read-only %s = nil error, want the write refused", name)
@@ -120,7 +111,6 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 	// Nothing changed: the read-write store still sees exactly what it wrote.
 	rw = openRW(t)
 	defer rw.Close()
-	rwJobs, _ = rw.(store.Jobs)
 	after, err := rw.AllStates(ctx)
 	if err != nil || len(after) != 1 || after[0].Principal != "octocat" {
 		t.Errorf("states after refused writes = %+v, %v", after, err)
@@ -132,15 +122,13 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 	check("Activity after refused writes", len(lines), err, 1)
 	waiters, err = rw.Waiters(ctx)
 	check("Waiters after refused writes", len(waiters), err, 1)
-	if jobs {
-		list, err := rwJobs.ListJobs(ctx, "")
-		if err != nil || len(list) != 1 || list[0].State != job.Ready || list[0].Fence != 0 {
-			t.Errorf("jobs after refused writes = %+v, %v; want ro-1 ready, unclaimed", list, err)
-		}
-		hosts, err := rwJobs.Hosts(ctx)
-		if err != nil || len(hosts) != 1 || !hosts[0].LastSeen.Equal(msUTC(base)) {
-			t.Errorf("hosts after a refused heartbeat = %+v, %v", hosts, err)
-		}
+	list, err = rw.ListJobs(ctx, "")
+	if err != nil || len(list) != 1 || list[0].State != job.Ready || list[0].Fence != 0 {
+		t.Errorf("jobs after refused writes = %+v, %v; want ro-1 ready, unclaimed", list, err)
+	}
+	hosts, err = rw.Hosts(ctx)
+	if err != nil || len(hosts) != 1 || !hosts[0].LastSeen.Equal(msUTC(base)) {
+		t.Errorf("hosts after a refused heartbeat = %+v, %v", hosts, err)
 	}
 	if !slices.ContainsFunc(states, func(s quota.State) bool { return s.Key == key }) {
 		t.Errorf("read-only States lacks %v", key)
