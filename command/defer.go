@@ -87,7 +87,7 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	de := &DeferredError{}
 	if c.Submit {
 		js := c.Store
-		live, err := host.LiveHosts(ctx, js, now, host.DefaultLease)
+		live, err := host.LiveHosts(ctx, js, now)
 		if err != nil {
 			return true, &StoreError{Op: "read", Err: err}
 		}

@@ -228,7 +228,7 @@ func (h *Host) Start(ctx context.Context) error {
 		h.cfg.CheckpointDir = dir
 	}
 	if err := h.st.RegisterHost(ctx, job.Host{ID: h.cfg.ID, Hostname: h.cfg.Hostname, PID: os.Getpid(),
-		StartedAt: now, LastSeen: now}); err != nil {
+		StartedAt: now, LastSeen: now, Lease: h.cfg.Lease}); err != nil {
 		return fmt.Errorf("host: register: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

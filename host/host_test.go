@@ -164,7 +164,7 @@ func (b *bundle) awaitHeartbeat() {
 	for time.Now().Before(deadline) {
 		hosts, _ := b.st.Hosts(context.Background())
 		for _, h := range hosts {
-			if h.Live(b.clock.Now(), host.DefaultLease) {
+			if h.Live(b.clock.Now()) {
 				return
 			}
 		}
@@ -573,7 +573,7 @@ func TestHandoffWaitsForAdopt(t *testing.T) {
 		t.Fatalf("a handoff job woke by itself: %s", j.State)
 	}
 	b.awaitHeartbeat()
-	j, rc2, err := host.Adopt(context.Background(), b.st, "j", b.clock.Now(), host.DefaultLease)
+	j, rc2, err := host.Adopt(context.Background(), b.st, "j", b.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

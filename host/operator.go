@@ -21,14 +21,14 @@ var notEnded = []job.State{job.Ready, job.Running, job.Deferred, job.Resumable, 
 // Cancel cancels a job that has not ended. A running job's process is
 // signalled by its host when the host's next heartbeat finds the lease gone.
 func Cancel(ctx context.Context, st Store, id string, now time.Time) (job.Job, error) {
-	return st.ApplyJob(ctx, id, -1, job.Change{To: job.Cancelled, From: notEnded, Reason: "cancelled by the operator", Now: now,
+	return st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Cancelled, From: notEnded, Reason: "cancelled by the operator", Now: now,
 		Mutate: func(x *job.Job) { x.Stage = "cancelled"; releaseLease(x) }})
 }
 
 // Approve gives a job the fresh approval its resume needs. A job parked
 // awaiting approval wakes at once.
 func Approve(ctx context.Context, st Store, id string, now time.Time) (job.Job, error) {
-	return st.ApplyJob(ctx, id, -1, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
+	return st.ApplyJob(ctx, id, job.NoFence, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
 		x.Approved = true
 		if x.State == job.Deferred && strings.HasPrefix(x.Stage, awaitingApproval) {
 			x.RunAt = now
@@ -38,7 +38,7 @@ func Approve(ctx context.Context, st Store, id string, now time.Time) (job.Job, 
 
 // Unblock returns a blocked job to ready.
 func Unblock(ctx context.Context, st Store, id string, now time.Time) (job.Job, error) {
-	return st.ApplyJob(ctx, id, -1, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
+	return st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
 		Mutate: func(x *job.Job) {
 			x.Stage, x.RunAt, x.Ownership, x.ResumeBy = "ready", now, job.NoOwnership, time.Time{}
 		}})
@@ -48,15 +48,15 @@ func Unblock(ctx context.Context, st Store, id string, now time.Time) (job.Job, 
 // store.
 var ErrNoLiveHost = errors.New("no live durable host on this store (start one with layover serve)")
 
-// LiveHosts lists the hosts that heartbeated within ttl of now.
-func LiveHosts(ctx context.Context, st Store, now time.Time, ttl time.Duration) ([]job.Host, error) {
+// LiveHosts lists the hosts that heartbeated within their own lease of now.
+func LiveHosts(ctx context.Context, st Store, now time.Time) ([]job.Host, error) {
 	hosts, err := st.Hosts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var live []job.Host
 	for _, h := range hosts {
-		if h.Live(now, ttl) {
+		if h.Live(now) {
 			live = append(live, h)
 		}
 	}
@@ -66,8 +66,8 @@ func LiveHosts(ctx context.Context, st Store, now time.Time, ttl time.Duration) 
 // Adopt hands a job deferred with handoff ownership to the live host on the
 // store: a new receipt with retained ownership and the same bindings is
 // appended, with its wake-up, in one transaction.
-func Adopt(ctx context.Context, st Store, id string, now time.Time, ttl time.Duration) (job.Job, *receipt.Receipt, error) {
-	live, err := LiveHosts(ctx, st, now, ttl)
+func Adopt(ctx context.Context, st Store, id string, now time.Time) (job.Job, *receipt.Receipt, error) {
+	live, err := LiveHosts(ctx, st, now)
 	if err != nil {
 		return job.Job{}, nil, err
 	}
@@ -109,7 +109,7 @@ func Adopt(ctx context.Context, st Store, id string, now time.Time, ttl time.Dur
 	if err != nil {
 		return job.Job{}, nil, err
 	}
-	j, err = st.ApplyJob(ctx, id, -1, job.Change{To: job.Deferred, From: []job.State{job.Deferred}, Now: now,
+	j, err = st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Deferred, From: []job.State{job.Deferred}, Now: now,
 		Reason: "adopted by a live host", Receipt: &job.Receipt{JobID: id, JSON: data, IssuedAt: now},
 		Mutate: func(x *job.Job) {
 			x.Ownership, x.RunAt, x.ResumeBy = job.Retained, rc.ResumeAfter(), rc.ResumeBy()

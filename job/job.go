@@ -184,12 +184,20 @@ type Host struct {
 	PID       int
 	StartedAt time.Time
 	LastSeen  time.Time
+	// Lease is the host's own lease length (its claims hold this long
+	// without renewal): it is live while its last heartbeat is within it.
+	// Stores keep it to the millisecond.
+	Lease time.Duration
 }
 
-// Live reports whether the host heartbeated within ttl of now.
-func (h Host) Live(now time.Time, ttl time.Duration) bool {
-	return now.Sub(h.LastSeen) <= ttl
+// Live reports whether the host heartbeated within its own lease of now.
+func (h Host) Live(now time.Time) bool {
+	return now.Sub(h.LastSeen) <= h.Lease
 }
+
+// NoFence, given to a store's ApplyJob in place of a claim's fence, skips
+// the fence check: an operator action, which holds no claim.
+const NoFence int64 = -1
 
 // Sentinel errors shared by the host and the stores.
 var (

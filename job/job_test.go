@@ -112,3 +112,30 @@ func TestSpecValidate(t *testing.T) {
 		t.Errorf("a name of exactly %d bytes: %v", job.MaxNameBytes, err)
 	}
 }
+
+func TestHostLive(t *testing.T) {
+	t.Parallel()
+
+	seen := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		lease time.Duration
+		after time.Duration
+		want  bool
+	}{
+		{"within its lease", 30 * time.Second, 29 * time.Second, true},
+		{"at its lease's end", 30 * time.Second, 30 * time.Second, true},
+		{"past its lease", 30 * time.Second, 31 * time.Second, false},
+		{"a long lease keeps it live", 10 * time.Minute, 5 * time.Minute, true},
+		{"a short lease ends sooner", 5 * time.Second, 6 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := job.Host{ID: "h", LastSeen: seen, Lease: tt.lease}
+			if got := h.Live(seen.Add(tt.after)); got != tt.want {
+				t.Errorf("Live %s after a heartbeat with a %s lease = %v, want %v", tt.after, tt.lease, got, tt.want)
+			}
+		})
+	}
+}

@@ -116,8 +116,8 @@ type Store interface {
 	CountJobs(ctx context.Context) (map[job.State]int, error)
 
 	// ApplyJob applies one change. fence >= 0 must equal the job's fence
-	// (else job.ErrStaleFence); fence < 0 skips the check (operator
-	// actions). An operator change that moves a running job elsewhere also
+	// (else job.ErrStaleFence); job.NoFence (any fence < 0) skips the
+	// check (operator actions). An operator change that moves a running job elsewhere also
 	// bumps the fence, so the host that held it loses it.
 	ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error)
 
@@ -142,8 +142,9 @@ type Store interface {
 	// nothing is scheduled.
 	NextJobDue(ctx context.Context) (at time.Time, ok bool, err error)
 
-	// RegisterHost records a durable host; HostHeartbeat renews its
-	// LastSeen; UnregisterHost removes it; Hosts lists them.
+	// RegisterHost records a durable host, with its lease length;
+	// HostHeartbeat renews its LastSeen; UnregisterHost removes it; Hosts
+	// lists them.
 	RegisterHost(ctx context.Context, h job.Host) error
 	HostHeartbeat(ctx context.Context, id string, now time.Time) error
 	UnregisterHost(ctx context.Context, id string) error

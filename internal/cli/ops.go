@@ -43,7 +43,7 @@ var (
 		return host.Unblock(ctx, st, id, env.Clock.Now())
 	})
 	runAdopt = operatorCommand("adopt", "hand a handoff deferral to the live host", func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error) {
-		j, _, err := host.Adopt(ctx, st, id, env.Clock.Now(), host.DefaultLease)
+		j, _, err := host.Adopt(ctx, st, id, env.Clock.Now())
 		return j, err
 	})
 )

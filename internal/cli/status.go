@@ -103,7 +103,7 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		}
 		for _, h := range hosts {
 			out.Hosts = append(out.Hosts, statusHost{ID: h.ID, Hostname: h.Hostname, LastSeen: jsonTime(h.LastSeen),
-				Live: h.Live(now, hostpkg.DefaultLease)})
+				Live: h.Live(now)})
 		}
 	}
 	for _, s := range states {

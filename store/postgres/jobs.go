@@ -132,13 +132,13 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	(SELECT min(resume_by_ms) + 1 FROM jobs WHERE resume_by_ms > 0 AND state IN ` + waitingStates + `),
 	(SELECT min(deadline_ms) + 1 FROM jobs WHERE deadline_ms > 0 AND state IN ` + unfinishedStates + `))`
 
-	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5)
+	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms, lease_ms) VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
-	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms`
+	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms, lease_ms = excluded.lease_ms`
 	// A heartbeat that commits late never moves last_seen back.
 	heartbeatHost = `UPDATE host SET last_seen_ms = GREATEST(last_seen_ms, $2) WHERE id = $1`
 	deleteHost    = `DELETE FROM host WHERE id = $1`
-	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms FROM host ORDER BY id`
+	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms, lease_ms FROM host ORDER BY id`
 )
 
 // Transition reasons the store writes itself.
@@ -598,7 +598,7 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 // RegisterHost implements store.Store. Registering an id again replaces its
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
-	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen))
+	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen), h.Lease.Milliseconds())
 	return wrapErr("register host "+h.ID, err)
 }
 
@@ -627,9 +627,9 @@ func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Host, error) {
 		var h job.Host
-		var started, seen int64
-		err := row.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen)
-		h.StartedAt, h.LastSeen = store.FromMS(started), store.FromMS(seen)
+		var started, seen, lease int64
+		err := row.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen, &lease)
+		h.StartedAt, h.LastSeen, h.Lease = store.FromMS(started), store.FromMS(seen), time.Duration(lease)*time.Millisecond
 		return h, err
 	})
 	return out, wrapErr("hosts", err)

@@ -252,7 +252,7 @@ func hostsIn(t *testing.T, s *Store) []string {
 // when it is not nil, having written.
 func registerPiece(id string, fail error) *piece {
 	return &piece{done: make(chan struct{}), fn: func(b *batch) error {
-		if _, err := b.Exec(upsertHost, id, "h", 1, 0, 0); err != nil {
+		if _, err := b.Exec(upsertHost, id, "h", 1, 0, 0, 0); err != nil {
 			return err
 		}
 		return fail

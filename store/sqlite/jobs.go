@@ -135,13 +135,13 @@ const (
 			ORDER BY deadline_ms LIMIT 1)
 	)`
 
-	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?)
+	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms, lease_ms) VALUES (?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
-	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms`
+	started_at_ms = excluded.started_at_ms, last_seen_ms = excluded.last_seen_ms, lease_ms = excluded.lease_ms`
 	// A heartbeat that commits late never moves last_seen back.
 	heartbeatHost = `UPDATE host SET last_seen_ms = MAX(last_seen_ms, ?) WHERE id = ?`
 	deleteHost    = `DELETE FROM host WHERE id = ?`
-	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms FROM host ORDER BY id`
+	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms, lease_ms FROM host ORDER BY id`
 )
 
 // The sweep's rules, in the order it applies them; a job moved by one is
@@ -622,7 +622,7 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 // record.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 	err := s.write(ctx, func(b *batch) error {
-		_, err := b.Exec(upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen))
+		_, err := b.Exec(upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen), h.Lease.Milliseconds())
 		return err
 	})
 	return wrapErr("register host "+h.ID, err)
@@ -670,11 +670,11 @@ func (s *Store) Hosts(ctx context.Context) ([]job.Host, error) {
 	var out []job.Host
 	for rows.Next() {
 		var h job.Host
-		var started, seen int64
-		if err := rows.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen); err != nil {
+		var started, seen, lease int64
+		if err := rows.Scan(&h.ID, &h.Hostname, &h.PID, &started, &seen, &lease); err != nil {
 			return nil, wrapErr("hosts", err)
 		}
-		h.StartedAt, h.LastSeen = store.FromMS(started), store.FromMS(seen)
+		h.StartedAt, h.LastSeen, h.Lease = store.FromMS(started), store.FromMS(seen), time.Duration(lease)*time.Millisecond
 		out = append(out, h)
 	}
 	return out, wrapErr("hosts", rows.Err())

@@ -234,6 +234,8 @@ func TestMigrateSubmissions(t *testing.T) {
 			`, ` + strconv.FormatInt(ms, 10) + `, 0, 0, 0, '', 0, 0, 0, 0, 0, '')`,
 		`INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
 		VALUES ('old', 1, '', 'deferred', ` + strconv.FormatInt(ms, 10) + `, 'submitted')`,
+		// A host registered before hosts recorded their lease (migration 004).
+		`INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES ('h-old', 'box', 1, 0, ` + strconv.FormatInt(ms, 10) + `)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("making a v2 file: %v", err)
@@ -244,12 +246,16 @@ func TestMigrateSubmissions(t *testing.T) {
 	}
 
 	s := open(t, path)
+	// Its lease is read as the default lease, by which liveness was judged then.
+	if hosts, err := s.Hosts(ctx); err != nil || len(hosts) != 1 || hosts[0].Lease != 30*time.Second {
+		t.Errorf("a host from schema 2: Hosts = %+v, %v; want one with a 30s lease", hosts, err)
+	}
 	later := base.Add(time.Minute)
 	if _, _, err := s.SubmitJob(ctx, storetest.BenchJob("new", base), nil, later); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"old", "new"} {
-		if _, err := s.ApplyJob(ctx, id, -1, job.Change{To: job.Cancelled, Now: later.Add(time.Second), Reason: "test"}); err != nil {
+		if _, err := s.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Cancelled, Now: later.Add(time.Second), Reason: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

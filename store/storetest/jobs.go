@@ -1563,7 +1563,7 @@ func testHosts(t *testing.T, setup jobsSetup) {
 			}
 			for i, w := range want {
 				g := got[i]
-				if g.ID != w.ID || g.Hostname != w.Hostname || g.PID != w.PID {
+				if g.ID != w.ID || g.Hostname != w.Hostname || g.PID != w.PID || g.Lease != w.Lease {
 					t.Errorf("%s: Hosts[%d] = %+v, want %+v", what, i, g, w)
 				}
 				for _, d := range []string{diffTime("StartedAt", g.StartedAt, msUTC(w.StartedAt)), diffTime("LastSeen", g.LastSeen, msUTC(w.LastSeen))} {
@@ -1574,8 +1574,8 @@ func testHosts(t *testing.T, setup jobsSetup) {
 			}
 		}
 		check("empty")
-		b := job.Host{ID: "h-b", Hostname: "box-b", PID: 42, StartedAt: at(time.Microsecond), LastSeen: at(time.Second)}
-		a := job.Host{ID: "h-a", Hostname: "box-a", PID: 7, StartedAt: at(0), LastSeen: at(0)}
+		b := job.Host{ID: "h-b", Hostname: "box-b", PID: 42, StartedAt: at(time.Microsecond), LastSeen: at(time.Second), Lease: 90 * time.Second}
+		a := job.Host{ID: "h-a", Hostname: "box-a", PID: 7, StartedAt: at(0), LastSeen: at(0), Lease: 30 * time.Second}
 		for _, h := range []job.Host{b, a} {
 			if err := s.RegisterHost(ctx, h); err != nil {
 				t.Fatalf("RegisterHost(%s): %v", h.ID, err)
@@ -1596,8 +1596,8 @@ func testHosts(t *testing.T, setup jobsSetup) {
 			t.Errorf("HostHeartbeat of an unknown host = %v, want store.ErrNotFound", err)
 		}
 
-		// Registering again (a restart) replaces the record.
-		a2 := job.Host{ID: "h-a", Hostname: "box-a", PID: 8, StartedAt: at(time.Minute), LastSeen: at(time.Minute)}
+		// Registering again (a restart) replaces the record, its lease too.
+		a2 := job.Host{ID: "h-a", Hostname: "box-a", PID: 8, StartedAt: at(time.Minute), LastSeen: at(time.Minute), Lease: 5 * time.Second}
 		if err := s.RegisterHost(ctx, a2); err != nil {
 			t.Fatalf("RegisterHost again: %v", err)
 		}

@@ -93,7 +93,7 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 	check("read-only Hosts", len(hosts), err, 1)
 	writes["SubmitJob"] = func() error { _, _, err := ro.SubmitJob(ctx, newJob("ro-2"), nil, base); return err }
 	writes["ApplyJob"] = func() error {
-		_, err := ro.ApplyJob(ctx, "ro-1", -1, job.Change{To: job.Cancelled, Reason: "test", Now: base})
+		_, err := ro.ApplyJob(ctx, "ro-1", job.NoFence, job.Change{To: job.Cancelled, Reason: "test", Now: base})
 		return err
 	}
 	writes["ClaimJobs"] = func() error { _, err := ro.ClaimJobs(ctx, "h1", base, time.Minute, 1); return err }
