@@ -201,7 +201,9 @@ const NoFence int64 = -1
 
 // Sentinel errors shared by the host and the stores.
 var (
-	ErrNotFound   = errors.New("no such job")
+	// ErrNotFound: the job (or durable host) asked for does not exist. It
+	// is the one not-found error of every store.
+	ErrNotFound   = errors.New("not found")
 	ErrConflict   = errors.New("job id already used with a different spec")
 	ErrStaleFence = errors.New("stale fence: the job was claimed again")
 	ErrTransition = errors.New("transition not allowed")

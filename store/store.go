@@ -19,10 +19,9 @@ import (
 	"github.com/layoverhq/layover/quota"
 )
 
-// Sentinel errors of every backend.
+// Sentinel errors of every backend. A job or host that does not exist is
+// job.ErrNotFound, the one not-found error of every backend.
 var (
-	// ErrNotFound: the row asked for does not exist.
-	ErrNotFound = errors.New("not found")
 	// ErrUnsupported: the location names a backend this build does not have.
 	ErrUnsupported = errors.New("unsupported store")
 	// ErrSchemaOld: a store opened read-only has an older schema than this
@@ -143,8 +142,8 @@ type Store interface {
 	NextJobDue(ctx context.Context) (at time.Time, ok bool, err error)
 
 	// RegisterHost records a durable host, with its lease length;
-	// HostHeartbeat renews its LastSeen; UnregisterHost removes it; Hosts
-	// lists them.
+	// HostHeartbeat renews its LastSeen (job.ErrNotFound for a host not
+	// registered); UnregisterHost removes it; Hosts lists them.
 	RegisterHost(ctx context.Context, h job.Host) error
 	HostHeartbeat(ctx context.Context, id string, now time.Time) error
 	UnregisterHost(ctx context.Context, id string) error

@@ -603,11 +603,11 @@ func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 }
 
 // HostHeartbeat implements store.Store. An unregistered host is
-// store.ErrNotFound; a heartbeat older than the last one changes nothing.
+// job.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, heartbeatHost, id, store.MS(now))
 	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrNotFound
+		err = job.ErrNotFound
 	}
 	return wrapErr("heartbeat of host "+id, err)
 }

@@ -629,7 +629,7 @@ func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
 }
 
 // HostHeartbeat implements store.Store. An unregistered host is
-// store.ErrNotFound; a heartbeat older than the last one changes nothing.
+// job.ErrNotFound; a heartbeat older than the last one changes nothing.
 func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) error {
 	err := s.write(ctx, func(b *batch) error {
 		r, err := b.Exec(heartbeatHost, store.MS(now), id)
@@ -639,7 +639,7 @@ func (s *Store) HostHeartbeat(ctx context.Context, id string, now time.Time) err
 		if n, err := r.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return store.ErrNotFound
+			return job.ErrNotFound
 		}
 		return nil
 	})

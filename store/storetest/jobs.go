@@ -44,7 +44,7 @@ import (
 //     one starts.
 //   - RenewLeases reports lost ids sorted; Hosts are ordered by id; a
 //     heartbeat never moves LastSeen back; HostHeartbeat of an unknown host
-//     is store.ErrNotFound; UnregisterHost of an unknown one is no error.
+//     is job.ErrNotFound; UnregisterHost of an unknown one is no error.
 //   - CountJobs has no entry for a state without jobs.
 func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
@@ -1592,8 +1592,8 @@ func testHosts(t *testing.T, setup jobsSetup) {
 		}
 		a.LastSeen = at(10 * time.Second)
 		check("after heartbeats", a, b)
-		if err := s.HostHeartbeat(ctx, "h-nope", at(0)); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("HostHeartbeat of an unknown host = %v, want store.ErrNotFound", err)
+		if err := s.HostHeartbeat(ctx, "h-nope", at(0)); !errors.Is(err, job.ErrNotFound) {
+			t.Errorf("HostHeartbeat of an unknown host = %v, want job.ErrNotFound", err)
 		}
 
 		// Registering again (a restart) replaces the record, its lease too.
