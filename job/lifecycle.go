@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -103,6 +104,26 @@ func (c Change) Apply(old Job, fence int64) (j Job, taken bool, err error) {
 		return Job{}, false, errors.New("an attempt without an id")
 	}
 	return j, taken, nil
+}
+
+// Submitted returns j as a store records it when it is submitted at now,
+// the one rule both stores apply to a SubmitJob. A new job is ready (State
+// "" means ready) or deferred, any other state is ErrTransition; it is
+// created and updated at now, at fence 0 and unclaimed (no lease owner nor
+// lease). Everything else (its spec, stage, ownership, wake-up, receipt
+// window, counters and checkpoint) is kept as given; the store cuts the
+// times to what it keeps. j needs an id.
+func (j Job) Submitted(now time.Time) (Job, error) {
+	if j.ID == "" {
+		return Job{}, errors.New("submit job: empty id")
+	}
+	j.State = cmp.Or(j.State, Ready)
+	if j.State != Ready && j.State != Deferred {
+		return Job{}, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s", j.ID, ErrTransition, j.State)
+	}
+	j.CreatedAt, j.UpdatedAt = now, now
+	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+	return j, nil
 }
 
 // History is everything recorded about a job, oldest first.

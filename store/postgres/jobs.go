@@ -251,9 +251,8 @@ var sweepQueries = func() (qs [len(sweepSteps)]string) {
 }()
 
 // SubmitJob implements store.Store, group-committed with other job writes
-// (see groupcommit.go). The job starts ready (State "" means ready) or
-// deferred; its fence is 0 and it is not claimed. The job, its transition
-// and its receipt are one statement.
+// (see groupcommit.go): the job as job.Job.Submitted makes it. The job,
+// its transition and its receipt are one statement.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
 	sub, err := newSubmission(j, rc, now)
 	if err != nil {
@@ -279,16 +278,10 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 
 // newSubmission is j as SubmitJob inserts it at now, with its receipt.
 func newSubmission(j job.Job, rc *job.Receipt, now time.Time) (*submission, error) {
-	if j.ID == "" {
-		return nil, errors.New("submit job: empty id")
+	j, err := j.Submitted(now)
+	if err != nil {
+		return nil, err
 	}
-	j.State = cmp.Or(j.State, job.Ready)
-	if j.State != job.Ready && j.State != job.Deferred {
-		return nil, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
-			j.ID, job.ErrTransition, j.State)
-	}
-	j.CreatedAt, j.UpdatedAt = now, now
-	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
 	j = store.MSJob(j)
 	spec, err := json.Marshal(j.Spec)
 	if err != nil {

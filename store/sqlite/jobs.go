@@ -228,19 +228,12 @@ const (
 	outcomeLeaseLost = "lease-lost"
 )
 
-// SubmitJob implements store.Store. The job starts ready (State "" means
-// ready) or deferred; its fence is 0 and it is not claimed.
+// SubmitJob implements store.Store: the job as job.Job.Submitted makes it.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
-	if j.ID == "" {
-		return job.Job{}, false, errors.New("submit job: empty id")
+	j, err := j.Submitted(now)
+	if err != nil {
+		return job.Job{}, false, err
 	}
-	j.State = cmp.Or(j.State, job.Ready)
-	if j.State != job.Ready && j.State != job.Deferred {
-		return job.Job{}, false, fmt.Errorf("submit job %s: %w: a new job is ready or deferred, not %s",
-			j.ID, job.ErrTransition, j.State)
-	}
-	j.CreatedAt, j.UpdatedAt = now, now
-	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
 	j = store.MSJob(j)
 	spec, err := json.Marshal(j.Spec)
 	if err != nil {
