@@ -1,14 +1,19 @@
 // Command river compares layover's durable host with River
-// (github.com/riverqueue/river) on its SQLite driver, on one machine: each
-// schedules the same no-op jobs a few seconds ahead, wakes them and works
-// them to completion.
+// (github.com/riverqueue/river) on one machine, on SQLite (River's SQLite
+// driver) and, with -postgres, on PostgreSQL (River's pgx driver,
+// riverpgxv5, against layover's PostgreSQL store): each schedules the same
+// no-op jobs a few seconds ahead, wakes them and works them to completion.
 //
 // This is its own module, so River never enters layover's go.mod; a replace
 // directive points it at the layover tree two folders up.
 //
 // One run of one system (-system layover or river) does, in a fresh SQLite
 // file with the same settings (WAL, synchronous=FULL, 10 s busy timeout,
-// immediate transactions, 4 MB journal size limit):
+// immediate transactions, 4 MB journal size limit), or with -store postgres
+// in a fresh schema of its own on the server -postgres names (layover's in
+// that DSN's database, River's in a database river_bench beside it, made
+// if missing, its migrations applied by rivermigrate; each schema dropped
+// at the end):
 //
 //  1. start the system: a layover host (Go function runner, Concurrency
 //     -workers, no jitter, no resume rate) or a River client (one queue,
@@ -33,10 +38,11 @@
 // With no -system it runs every configuration (layover; River with its
 // defaults; River polling every 50 ms) in its own process, for both
 // scenarios (burst: every job due at once; spread: due uniformly over
-// -spread-window, at a rate both keep up with), -rounds times interleaved,
-// and prints the medians side by side with the ratios:
+// -spread-window, at a rate both keep up with), on SQLite and, with
+// -postgres, on PostgreSQL, -rounds times interleaved, and prints the
+// medians side by side with the ratios:
 //
-//	cd bench/river && go run . [-jobs 10000] [-rounds 3]
+//	cd bench/river && go run . [-jobs 10000] [-rounds 3] [-postgres "$LAYOVER_TEST_POSTGRES"]
 package main
 
 import (
@@ -59,23 +65,30 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	_ "modernc.org/sqlite"
 
+	"github.com/layoverhq/layover/bench/internal/benchkit"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/sqlite"
 )
 
 // options of one run.
 type options struct {
 	System     string        `json:"system"`
+	Store      string        `json:"store"`
+	Postgres   string        `json:"-"`
 	Jobs       int           `json:"jobs"`
 	Lead       time.Duration `json:"lead"`
 	Spread     time.Duration `json:"spread"`
@@ -112,6 +125,8 @@ type result struct {
 func main() {
 	var o options
 	flag.StringVar(&o.System, "system", "", "layover or river; empty: every configuration and scenario in turn, side by side")
+	flag.StringVar(&o.Store, "store", "sqlite", "with -system: sqlite or postgres")
+	flag.StringVar(&o.Postgres, "postgres", "", "the PostgreSQL server (a DSN) for -store postgres; with no -system, also run every configuration on it")
 	flag.IntVar(&o.Jobs, "jobs", 10000, "jobs to schedule")
 	flag.DurationVar(&o.Lead, "lead", 5*time.Second, "the first job is due this long after scheduling starts")
 	flag.DurationVar(&o.Spread, "spread", 0, "due times are spread uniformly over this window after the lead (0: all at once)")
@@ -126,9 +141,11 @@ func main() {
 	spreadWindow := flag.Duration("spread-window", time.Minute, "with no -system: the spread scenario's window")
 	rounds := flag.Int("rounds", 3, "with no -system: how many times to run every configuration (medians are reported)")
 	flag.Parse()
-	if o.Jobs < 1 || o.Workers < 1 || o.Inserters < 1 || o.Lead < 0 || o.Spread < 0 {
+	if o.Jobs < 1 || o.Workers < 1 || o.Inserters < 1 || o.Lead < 0 || o.Spread < 0 ||
+		(o.Store != "sqlite" && o.Store != "postgres") || (o.Store == "postgres" && o.Postgres == "") {
 		fail("bad flags")
 	}
+	benchkit.Name = "river bench"
 	if o.System == "" {
 		compare(o, *spreadWindow, *rounds)
 		return
@@ -239,12 +256,12 @@ func schedule(o options, submit func(i int) error) error {
 }
 
 // finish waits for every completion (or the timeout) and builds the result.
-func finish(o options, rec *recorder, s time.Time, scheduled time.Duration, firstDue int64, cpu0 cpuSample, lastDue time.Time) result {
+func finish(o options, rec *recorder, s time.Time, scheduled time.Duration, firstDue int64, cpu0 benchkit.CPU, lastDue time.Time) result {
 	select {
 	case <-rec.allDone:
 	case <-time.After(time.Until(lastDue.Add(o.Timeout))):
 	}
-	cpu := readCPU().sub(cpu0)
+	cpu := benchkit.ReadCPU().Sub(cpu0)
 	rec.mu.Lock()
 	last := rec.lastDone
 	rec.mu.Unlock()
@@ -256,10 +273,10 @@ func finish(o options, rec *recorder, s time.Time, scheduled time.Duration, firs
 	}
 	slices.Sort(got)
 	res := result{Options: o, Scheduled: scheduled, End: last.Sub(s), FirstDue: time.UnixMilli(firstDue).Sub(s),
-		Started: len(got), Completed: int(rec.completed.Load()), CPU: cpu.self, OtherCPU: max(cpu.machine-cpu.self, 0),
-		Wall: cpu.wall, PeakRSSKB: procStatus("VmHWM"), GoVersion: runtime.Version(), Gomaxprocs: runtime.GOMAXPROCS(0)}
+		Started: len(got), Completed: int(rec.completed.Load()), CPU: cpu.Self, OtherCPU: max(cpu.Machine-cpu.Self, 0),
+		Wall: cpu.Wall, PeakRSSKB: benchkit.ProcStatusKB("VmHWM"), GoVersion: runtime.Version(), Gomaxprocs: runtime.GOMAXPROCS(0)}
 	if len(got) > 0 {
-		res.P50, res.P90, res.P99, res.Max = pct(got, 50), pct(got, 90), pct(got, 99), got[len(got)-1]
+		res.P50, res.P90, res.P99, res.Max = benchkit.Pct(got, 50), benchkit.Pct(got, 90), benchkit.Pct(got, 99), got[len(got)-1]
 	}
 	return res
 }
@@ -268,7 +285,7 @@ func finish(o options, rec *recorder, s time.Time, scheduled time.Duration, firs
 
 // doneStore notes every job the host has durably completed.
 type doneStore struct {
-	*sqlite.Store
+	host.Store
 	rec *recorder
 }
 
@@ -280,13 +297,32 @@ func (d doneStore) ApplyJob(ctx context.Context, id string, fence int64, ch job.
 	return j, err
 }
 
+// openLayover opens a fresh store: a SQLite file in o.Dir, or a new schema
+// on the PostgreSQL server.
+func openLayover(ctx context.Context, o options) (host.Store, func(), error) {
+	if o.Store == "postgres" {
+		dsn, drop := benchkit.PostgresSchema(ctx, o.Postgres, "layover_riverbench")
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			drop()
+			return nil, nil, err
+		}
+		return st, func() { st.Close(); drop() }, nil
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(o.Dir, "layover.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
 func runLayover(o options) (result, error) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(o.Dir, "layover.db"))
+	st, closeStore, err := openLayover(ctx, o)
 	if err != nil {
 		return result{}, err
 	}
-	defer st.Close()
+	defer closeStore()
 	rec := newRecorder(o.Jobs)
 	runner := host.FuncRunner(func(_ context.Context, r host.Run) error {
 		i, due, ok := parseID(r.Job.ID)
@@ -311,7 +347,7 @@ func runLayover(o options) (result, error) {
 
 	key := quota.Key{Host: "api.github.com", Principal: "bench", Resource: "core"}
 	spec := job.Spec{Name: "noop", Argv: []string{"noop"}, Workdir: "/", Provider: "github"}
-	cpu0 := readCPU()
+	cpu0 := benchkit.ReadCPU()
 	s := time.Now()
 	due, first := dueTimes(o, s)
 	err = schedule(o, func(i int) error {
@@ -380,23 +416,90 @@ func riverDSN(path string) string {
 		"&_pragma=journal_size_limit(4194304)&_txlock=immediate"
 }
 
-func runRiver(o options) (result, error) {
-	ctx := context.Background()
+// riverBenchDB is the database River's PostgreSQL runs use, beside the one
+// the -postgres DSN names, made if missing.
+const riverBenchDB = "river_bench"
+
+// riverPostgres makes a fresh schema in riverBenchDB and returns a pool
+// on that database, the schema's name and a function that drops it.
+func riverPostgres(ctx context.Context, o options) (*pgxpool.Pool, string, func(), error) {
+	conn, err := pgx.Connect(ctx, o.Postgres)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var exists bool
+	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", riverBenchDB).Scan(&exists)
+	if err == nil && !exists {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+riverBenchDB)
+		if err != nil && strings.Contains(err.Error(), "already exists") { // made meanwhile by another run
+			err = nil
+		}
+	}
+	conn.Close(ctx)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("database %s: %w", riverBenchDB, err)
+	}
+	cfg, err := pgx.ParseConfig(o.Postgres)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	u := strings.Replace(o.Postgres, "/"+cfg.Database, "/"+riverBenchDB, 1)
+	dsn, drop := benchkit.PostgresSchema(ctx, u, "river")
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	// River's pool as layover's: as many connections as layover's
+	// PostgreSQL store opens by default.
+	pcfg.MaxConns = postgres.DefaultMaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	return pool, pcfg.ConnConfig.RuntimeParams["search_path"], func() { pool.Close(); drop() }, nil
+}
+
+// riverSQLite opens a fresh SQLite file in o.Dir for River.
+func riverSQLite(o options) (*sql.DB, error) {
 	path, err := filepath.Abs(filepath.Join(o.Dir, "river.db"))
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	db, err := sql.Open("sqlite", riverDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	// riversqlite's documentation: River runs operations in parallel, which
+	// SQLite answers with SQLITE_BUSY; one connection avoids it.
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+func runRiver(o options) (result, error) {
+	if o.Store == "postgres" {
+		ctx := context.Background()
+		pool, schema, closeDB, err := riverPostgres(ctx, o)
+		if err != nil {
+			return result{}, err
+		}
+		defer closeDB()
+		return runRiverOn(ctx, o, riverpgxv5.New(pool), schema)
+	}
+	db, err := riverSQLite(o)
 	if err != nil {
 		return result{}, err
 	}
 	defer db.Close()
-	// riversqlite's documentation: River runs operations in parallel, which
-	// SQLite answers with SQLITE_BUSY; one connection avoids it.
-	db.SetMaxOpenConns(1)
+	return runRiverOn(context.Background(), o, riversqlite.New(db), "")
+}
 
-	driver := riversqlite.New(db)
-	migrator, err := rivermigrate.New(driver, nil)
+// runRiverOn migrates River's tables into schema ("": the default) and
+// runs the jobs.
+func runRiverOn[TTx any](ctx context.Context, o options, driver riverdriver.Driver[TTx], schema string) (result, error) {
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return result{}, err
 	}
@@ -412,6 +515,7 @@ func runRiver(o options) (result, error) {
 		Workers:           workers,
 		FetchPollInterval: o.RiverPoll,
 		FetchCooldown:     o.RiverCool,
+		Schema:            schema,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -434,7 +538,7 @@ func runRiver(o options) (result, error) {
 		client.Stop(sctx)
 	}()
 
-	cpu0 := readCPU()
+	cpu0 := benchkit.ReadCPU()
 	s := time.Now()
 	due, first := dueTimes(o, s)
 	err = schedule(o, func(i int) error {
@@ -471,62 +575,81 @@ func compare(o options, spreadWindow time.Duration, rounds int) {
 		id     string
 		spread time.Duration
 	}{{"burst", 0}, {"spread", spreadWindow}}
-	// runs[scenario][config] holds one result per round; rounds interleave
-	// the configurations, so that a busy spell on the machine falls on all.
+	stores := []string{"sqlite"}
+	if o.Postgres != "" {
+		stores = append(stores, "postgres")
+	}
+	// runs[store/scenario][config] holds one result per round; rounds
+	// interleave the configurations, so that a busy spell on the machine
+	// falls on all.
 	runs := map[string]map[string][]result{}
+	loads := []string{benchkit.Uptime()}
 	for round := range rounds {
 		for _, sc := range scenarios {
-			if runs[sc.id] == nil {
-				runs[sc.id] = map[string][]result{}
-			}
-			for _, c := range configs {
-				args := slices.Concat(common, c.args, []string{"-spread", sc.spread.String(), "-label", c.label, "-scenario", sc.id})
-				fmt.Fprintf(os.Stderr, "river bench: round %d, %s, %s ...\n", round+1, sc.id, c.label)
-				cmd := exec.Command(exe, args...)
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, os.Stderr
-				if err := cmd.Run(); err != nil {
-					fail("%s %s: %v", sc.id, c.label, err)
+			for _, st := range stores {
+				key := st + "/" + sc.id
+				if runs[key] == nil {
+					runs[key] = map[string][]result{}
 				}
-				var r result
-				if err := json.Unmarshal(lastLine(out.Bytes()), &r); err != nil {
-					fail("%s %s: %v: %s", sc.id, c.label, err, out.Bytes())
+				for _, c := range configs {
+					args := slices.Concat(common, c.args, []string{"-spread", sc.spread.String(), "-label", c.label,
+						"-scenario", sc.id, "-store", st, "-postgres", o.Postgres})
+					fmt.Fprintf(os.Stderr, "river bench: round %d, %s, %s, %s ...\n", round+1, st, sc.id, c.label)
+					cmd := exec.Command(exe, args...)
+					var out bytes.Buffer
+					cmd.Stdout, cmd.Stderr = &out, os.Stderr
+					if err := cmd.Run(); err != nil {
+						fail("%s %s %s: %v", st, sc.id, c.label, err)
+					}
+					var r result
+					if err := json.Unmarshal(lastLine(out.Bytes()), &r); err != nil {
+						fail("%s %s %s: %v: %s", st, sc.id, c.label, err, out.Bytes())
+					}
+					fmt.Println(string(lastLine(out.Bytes())))
+					runs[key][c.label] = append(runs[key][c.label], r)
 				}
-				fmt.Println(string(lastLine(out.Bytes())))
-				runs[sc.id][c.label] = append(runs[sc.id][c.label], r)
 			}
 		}
+		loads = append(loads, benchkit.Uptime())
 	}
 	fmt.Printf("\n%d jobs, %d workers, %d goroutines scheduling, first due %s after scheduling starts; %s, GOMAXPROCS %d; median of %d rounds\n",
 		o.Jobs, o.Workers, o.Inserters, o.Lead, runtime.Version(), runtime.GOMAXPROCS(0), rounds)
-	for _, sc := range scenarios {
-		what := "every job due at once"
-		if sc.spread > 0 {
-			what = "due uniformly over " + sc.spread.String()
+	fmt.Printf("load (/proc/loadavg) at the start and after each round: %s\n", strings.Join(loads, "; "))
+	for _, st := range stores {
+		for _, sc := range scenarios {
+			compareScenario(st, sc.id, sc.spread, configs, runs[st+"/"+sc.id])
 		}
-		fmt.Printf("\n%s: %s\n", sc.id, what)
-		fmt.Printf("%-42s %8s %8s %8s %9s %9s %9s %9s %7s %7s %6s\n", "system", "sched/s", "jobs/s", "drain/s",
-			"p50", "p90", "p99", "max", "cpu", "other", "rss")
-		meds := map[string]summary{}
-		for _, c := range configs {
-			rs := runs[sc.id][c.label]
-			m := summarize(rs)
-			meds[c.label] = m
-			fmt.Printf("%-42s %8.0f %8.0f %8.0f %9s %9s %9s %9s %7s %7s %5.1fM\n", c.label, m.sched, m.rate, m.drain,
-				msd(m.p50), msd(m.p90), msd(m.p99), msd(m.max), m.cpu.Round(100*time.Millisecond),
-				m.other.Round(100*time.Millisecond), m.rss/1024)
-			for _, r := range rs {
-				if r.Completed != r.Options.Jobs {
-					fmt.Printf("  ! a run completed only %d of %d\n", r.Completed, r.Options.Jobs)
-				}
+	}
+}
+
+// compareScenario prints one store's and scenario's medians, side by side.
+func compareScenario(st, id string, spread time.Duration, configs []config, runs map[string][]result) {
+	what := "every job due at once"
+	if spread > 0 {
+		what = "due uniformly over " + spread.String()
+	}
+	fmt.Printf("\n%s, %s: %s\n", st, id, what)
+	fmt.Printf("%-42s %8s %8s %8s %9s %9s %9s %9s %7s %7s %6s\n", "system", "sched/s", "jobs/s", "drain/s",
+		"p50", "p90", "p99", "max", "cpu", "other", "rss")
+	meds := map[string]summary{}
+	for _, c := range configs {
+		rs := runs[c.label]
+		m := summarize(rs)
+		meds[c.label] = m
+		fmt.Printf("%-42s %8.0f %8.0f %8.0f %9s %9s %9s %9s %7s %7s %5.1fM\n", c.label, m.sched, m.rate, m.drain,
+			msd(m.p50), msd(m.p90), msd(m.p99), msd(m.max), m.cpu.Round(100*time.Millisecond),
+			m.other.Round(100*time.Millisecond), m.rss/1024)
+		for _, r := range rs {
+			if r.Completed != r.Options.Jobs {
+				fmt.Printf("  ! a run completed only %d of %d\n", r.Completed, r.Options.Jobs)
 			}
 		}
-		base := meds[configs[0].label]
-		for _, c := range configs[1:] {
-			m := meds[c.label]
-			fmt.Printf("layover / %s: jobs/s x%.2f, drain/s x%.2f; lateness p50 x%.3f, p99 x%.3f (below 1: layover wakes sooner)\n",
-				c.label, base.rate/m.rate, base.drain/m.drain, float64(base.p50)/float64(m.p50), float64(base.p99)/float64(m.p99))
-		}
+	}
+	base := meds[configs[0].label]
+	for _, c := range configs[1:] {
+		m := meds[c.label]
+		fmt.Printf("layover / %s: sched/s x%.2f, jobs/s x%.2f, drain/s x%.2f; lateness p50 x%.3f, p99 x%.3f (below 1: layover wakes sooner)\n",
+			c.label, base.sched/m.sched, base.rate/m.rate, base.drain/m.drain, float64(base.p50)/float64(m.p50), float64(base.p99)/float64(m.p99))
 	}
 }
 
@@ -570,60 +693,6 @@ func lastLine(b []byte) []byte {
 }
 
 // --- measuring -------------------------------------------------------------
-
-// cpuSample is the CPU time the machine and this process have used.
-type cpuSample struct {
-	at            time.Time
-	wall          time.Duration
-	machine, self time.Duration
-}
-
-// readCPU reads the machine's busy time from /proc/stat (every field but
-// idle and iowait, in 1/100 s ticks) and this process's from getrusage.
-func readCPU() cpuSample {
-	s := cpuSample{at: time.Now()}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		for i, v := range f[1:min(len(f), 9)] {
-			if i == 3 || i == 4 {
-				continue
-			}
-			n, _ := strconv.ParseInt(v, 10, 64)
-			s.machine += time.Duration(n) * 10 * time.Millisecond
-		}
-	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return s
-}
-
-func (s cpuSample) sub(o cpuSample) cpuSample {
-	return cpuSample{wall: s.at.Sub(o.at), machine: s.machine - o.machine, self: s.self - o.self}
-}
-
-// procStatus reads a "kB" line of /proc/self/status, in kB.
-func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
-// pct is the p-th percentile of sorted s, nearest rank.
-func pct(s []time.Duration, p float64) time.Duration {
-	i := int(float64(len(s))*p/100 + 0.999999)
-	return s[min(max(i-1, 0), len(s)-1)]
-}
 
 func msd(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
 
