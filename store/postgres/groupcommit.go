@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -188,8 +189,10 @@ SELECT id FROM ins`
 	// has the parts p names (see writeParts) and takes their arrays, in
 	// the order of writeParts. Closing a claim's attempts leaves out the
 	// attempt the change writes (keep), so that no row is written twice:
-	// the change's attempt replaces it whole anyway.
-	writeJobs = func() (qs [1 << len(writeParts)]string) {
+	// the change's attempt replaces it whole anyway. Built on first use:
+	// every layover command links this package, and most never write a
+	// job to PostgreSQL.
+	writeJobs = sync.OnceValue(func() (qs [1 << len(writeParts)]string) {
 		set := make([]string, 0, len(jobRows.names))
 		for _, n := range jobRows.names[1 : len(jobRows.names)-1] {
 			set = append(set, n+" = u."+n)
@@ -216,7 +219,7 @@ SELECT id FROM ins`
 SELECT id FROM upd`
 		}
 		return qs
-	}()
+	})
 )
 
 // writeParts are the parts of writeJobs after the jobs' own rows, in
@@ -671,5 +674,5 @@ func (g *groupWrites) query() (string, []any) {
 			args = append(args, part.args()...)
 		}
 	}
-	return writeJobs[mask], args
+	return writeJobs()[mask], args
 }

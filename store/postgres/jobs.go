@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -242,13 +243,13 @@ func sweepSQL(step sweepStep) string {
 SELECT count(*) FROM moved`
 }
 
-// sweepQueries are the statements of sweepSteps, built once.
-var sweepQueries = func() (qs [len(sweepSteps)]string) {
+// sweepQueries are the statements of sweepSteps, built on first use.
+var sweepQueries = sync.OnceValue(func() (qs [len(sweepSteps)]string) {
 	for i, st := range sweepSteps {
 		qs[i] = sweepSQL(st)
 	}
 	return qs
-}()
+})
 
 // SubmitJob implements store.Store, group-committed with other job writes
 // (see groupcommit.go): the job as job.Job.Submitted makes it. The job,
@@ -551,7 +552,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 			if st.outcome != "" {
 				args = append(args, st.outcome)
 			}
-			b.Queue(sweepQueries[i], args...).QueryRow(func(row pgx.Row) error {
+			b.Queue(sweepQueries()[i], args...).QueryRow(func(row pgx.Row) error {
 				var n int
 				err := row.Scan(&n)
 				*counts[i] += n

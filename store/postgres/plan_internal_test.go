@@ -87,7 +87,7 @@ func TestPlans(t *testing.T) {
 				args = append(args, st.outcome)
 			}
 			for _, generic := range []bool{false, true} {
-				p := plan(sweepPlan, sweepQueries[i], generic, args...)
+				p := plan(sweepPlan, sweepQueries()[i], generic, args...)
 				if strings.Contains(p, "Seq Scan") || strings.Contains(p, "Hash") || strings.Contains(p, "Merge") ||
 					strings.Contains(p, "JIT") {
 					t.Errorf("%s (generic plan: %v): sweep step %d reads whole tables, or is compiled:\n%s", what, generic, i, p)
@@ -107,7 +107,7 @@ func TestPlans(t *testing.T) {
 		writes.attempts.add(id, "a1", int64(1), now, now, "deferred", (*int64)(nil), 0.0)
 	}
 	writeQuery, writeArgs := writes.query()
-	if writeQuery != writeJobs[len(writeJobs)-1] {
+	if writeQuery != writeJobs()[len(writeJobs())-1] {
 		t.Fatal("the writes to explain lack some part of writeJobs")
 	}
 	// checkKeyed: statements that name their jobs read them by key.
