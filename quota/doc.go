@@ -15,4 +15,21 @@
 // [Policy] carries every number of the defaults in docs/design.md. Its methods are pure:
 // they take the current time and a random source as arguments, so tests drive
 // them with a fake clock and a fixed source.
+//
+// # What blocks
+//
+// [Policy.Blocks] is the one test of whether a state holds work back: while
+// it is [State.Exhausted] (a Quota wait), or while its known remaining count
+// is below the policy's reserve. [Policy.Blocking] picks, among several
+// states, the one that holds back a kind of [Work] longest, and
+// [Policy.Admit] is that question for a pass. A pass's admission, the
+// transport, run, the durable host and the status all ask it; none compares
+// counts itself. Below the reserve depends on the reader's reserve, so it is
+// decided when asked and never recorded with an observation.
+//
+// # Waits
+//
+// [Policy.Resume] draws the jitter of one wait once; the [Resume] value then
+// flows to whatever needs the wait's end (the wait itself, a decision to
+// defer, a receipt's window), so no one draws it again.
 package quota

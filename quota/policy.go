@@ -218,13 +218,36 @@ func (p Policy) jitter(rnd Rand) time.Duration {
 
 // DrawJitter draws the jitter of one wait: a uniform duration in
 // [0, p.Jitter]. A caller that needs the jitter as a value (a receipt's
-// window) draws it once here and passes it on.
+// window) draws it once here, or with Resume, and passes it on.
 func (p Policy) DrawJitter(rnd Rand) time.Duration { return p.jitter(rnd) }
 
+// Resume is the end of one wait on a quota: its reset, the margin after it
+// and the jitter drawn for this wait. It is drawn once (Policy.Resume) and
+// passed on as a value, so a wait, the decision to defer it and the receipt
+// that describes it all read the same jitter; nobody draws again or
+// recovers the jitter from a time.
+type Resume struct {
+	Reset  time.Time
+	Margin time.Duration
+	Jitter time.Duration
+}
+
+// Resume draws the jitter of a wait on a quota that resets at reset.
+func (p Policy) Resume(reset time.Time, rnd Rand) Resume {
+	return Resume{Reset: reset, Margin: p.ResetMargin, Jitter: p.jitter(rnd)}
+}
+
+// At is when the wait ends: Reset + Margin + Jitter.
+func (r Resume) At() time.Time { return AddSat(r.Base(), r.Jitter) }
+
+// Base is At without the jitter: Reset + Margin, the same for every wait on
+// one reset.
+func (r Resume) Base() time.Time { return AddSat(r.Reset, r.Margin) }
+
 // ResumeAt is when a command waiting on a quota that resets at reset may run
-// again: reset + ResetMargin + a uniform 0..Jitter.
+// again: reset + ResetMargin + a uniform 0..Jitter, p.Resume(reset, rnd).At().
 func (p Policy) ResumeAt(reset time.Time, rnd Rand) time.Time {
-	return AddSat(AddSat(reset, p.ResetMargin), p.jitter(rnd))
+	return p.Resume(reset, rnd).At()
 }
 
 // RerunAt is when a command that failed on a quota or throttle at now runs

@@ -12,7 +12,8 @@ const (
 	// pass skips and every command waits until the reset.
 	CauseExhausted Cause = "exhausted"
 	// CauseBelowReserve: the key has fewer units left than its reserve.
-	// Passes skip; commands go on.
+	// Passes skip; commands go on. It depends on the reader's reserve, so
+	// it is never an observation: Policy.Blocks decides it when asked.
 	CauseBelowReserve Cause = "below-reserve"
 )
 
@@ -36,6 +37,11 @@ const Unknown int64 = -1
 // assumed time and ResetKnown is false. RawReset is the provider's own reset
 // value (epoch seconds for GitHub), 0 when unknown; it keys the activity log's
 // skip reasons because it does not move as the clock does.
+//
+// Cause is what the observation itself said: CauseExhausted when the
+// provider rejected a call for quota or said nothing remains, else
+// CauseNone. It never holds CauseBelowReserve, which depends on whoever
+// reads the state (Policy.Blocks); one found in an older store is ignored.
 type State struct {
 	Key
 	Limit      int64
@@ -55,29 +61,35 @@ func (s State) Expired(now time.Time) bool {
 	return !s.ResetAt.After(now)
 }
 
-// Exhausted reports whether the key is in a Quota wait at now: not expired,
-// and either nothing remains or a call was rejected for quota.
-func (s State) Exhausted(now time.Time) bool {
-	if s.Expired(now) {
-		return false
-	}
+// Depleted reports whether the observation itself says the quota is used
+// up: nothing remains, or a call was rejected for quota. It does not ask
+// whether that still holds (Exhausted does) nor what any reserve says
+// (Policy.Blocks does).
+func (s State) Depleted() bool {
 	return s.Remaining == 0 || s.Cause == CauseExhausted
+}
+
+// Exhausted reports whether the key is in a Quota wait at now: not expired,
+// and Depleted. It is the one definition of exhausted; Policy.Blocks adds
+// the reserve.
+func (s State) Exhausted(now time.Time) bool {
+	return !s.Expired(now) && s.Depleted()
 }
 
 // BelowReserve reports whether the key has a known remaining count below
 // reserve at now.
+//
+// Deprecated: Policy.Blocks decides below the reserve; this stays until the
+// host's preflight calls it.
 func (s State) BelowReserve(now time.Time, reserve int64) bool {
 	return !s.Expired(now) && s.Remaining >= 0 && s.Remaining < reserve
 }
 
-// CauseAt classifies the state at now against reserve: exhausted first, then
-// below the reserve, else none.
+// CauseAt classifies the state at now against reserve.
+//
+// Deprecated: Policy.Blocks decides; this stays until its last caller asks
+// Blocks.
 func (s State) CauseAt(now time.Time, reserve int64) Cause {
-	switch {
-	case s.Exhausted(now):
-		return CauseExhausted
-	case s.BelowReserve(now, reserve):
-		return CauseBelowReserve
-	}
-	return CauseNone
+	b, _ := Policy{Reserve: Reserve{All: &reserve}}.Blocks(s, now)
+	return b.Cause
 }

@@ -77,8 +77,9 @@ func TestStateAtReset(t *testing.T) {
 			if got := s.BelowReserve(tt.now, tt.reserve); got != tt.want.below {
 				t.Errorf("BelowReserve = %v, want %v", got, tt.want.below)
 			}
-			if got := s.CauseAt(tt.now, tt.reserve); got != tt.want.cause {
-				t.Errorf("CauseAt = %q, want %q", got, tt.want.cause)
+			b, _ := reserveOf(tt.reserve).Blocks(s, tt.now)
+			if got := b.Cause; got != tt.want.cause {
+				t.Errorf("Blocks = %q, want %q", got, tt.want.cause)
 			}
 		})
 	}

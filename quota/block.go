@@ -1,0 +1,92 @@
+package quota
+
+import "time"
+
+// Work says what kind of work is asked about when a quota may hold it back
+// (docs/design.md, Glossary: Quota wait).
+type Work int
+
+const (
+	// Running is work already under way: a command, a request of normal
+	// priority. Only an exhausted key holds it back; below the reserve it
+	// goes on.
+	Running Work = iota
+	// Scheduled is work that can start later instead: a pass, a durable
+	// job's resume, a low-priority request. A key below its reserve holds
+	// it back too.
+	Scheduled
+)
+
+// Block is a quota key that holds work back at some moment, and why.
+type Block struct {
+	// State is the key's state that holds the work back.
+	State State
+	// Cause is CauseExhausted (a Quota wait) or CauseBelowReserve.
+	Cause Cause
+	// Reserve is the reserve of State's resource under the policy that
+	// decided, so a message about the block quotes the number that was
+	// compared.
+	Reserve int64
+}
+
+// Holds reports whether b holds back work of kind w: an exhaustion holds
+// back everything, a key below its reserve only Scheduled work.
+func (b Block) Holds(w Work) bool {
+	return b.Cause == CauseExhausted || w == Scheduled
+}
+
+// Outranks reports whether b binds longer than o: an exhaustion before a
+// key below its reserve, then the later reset, since the work cannot go on
+// before it.
+func (b Block) Outranks(o Block) bool {
+	if rb, ro := rank(b.Cause), rank(o.Cause); rb != ro {
+		return rb > ro
+	}
+	return b.State.ResetAt.After(o.State.ResetAt)
+}
+
+func rank(c Cause) int {
+	switch c {
+	case CauseExhausted:
+		return 2
+	case CauseBelowReserve:
+		return 1
+	}
+	return 0
+}
+
+// Blocks is the one test of whether a quota state holds work back at now,
+// used by every decision (a pass's admission, the transport, run, the
+// durable host, the status): ok is false for a state that has expired, has
+// room above its reserve, or whose remaining count is unknown and was never
+// rejected. Otherwise the block's Cause is CauseExhausted while the state is
+// Exhausted, else CauseBelowReserve: its known remaining count is below
+// p.Reserve.For its resource and limit (an unknown limit gives
+// DefaultReserveCap). Remaining equal to the reserve is room. A
+// CauseBelowReserve recorded with the state is not read: the reserve is the
+// caller's.
+func (p Policy) Blocks(s State, now time.Time) (Block, bool) {
+	if s.Expired(now) {
+		return Block{}, false
+	}
+	reserve := p.Reserve.For(s.Resource, s.Limit)
+	switch {
+	case s.Depleted():
+		return Block{State: s, Cause: CauseExhausted, Reserve: reserve}, true
+	case s.Remaining >= 0 && s.Remaining < reserve:
+		return Block{State: s, Cause: CauseBelowReserve, Reserve: reserve}, true
+	}
+	return Block{}, false
+}
+
+// Blocking returns the block among states that holds back work of kind w at
+// now for longest (Block.Outranks): an exhausted key first, the latest reset
+// among several. ok is false when none holds it back.
+func (p Policy) Blocking(now time.Time, states []State, w Work) (b Block, ok bool) {
+	for _, s := range states {
+		if c, blocks := p.Blocks(s, now); blocks && c.Holds(w) && (!ok || c.Outranks(b)) {
+			b, ok = c, true
+		}
+	}
+	return b, ok
+}
