@@ -159,9 +159,9 @@ func (c *call) plan(b block) plannedWait {
 		w.base, w.at = b.until, b.until
 		return w
 	}
-	s := b.state
-	w.base = s.ResetAt.Add(c.t.policy.ResetMargin)
-	w.at = c.t.policy.ResumeAt(s.ResetAt, c.t.rand)
+	s := b.quota.State
+	r := c.t.policy.Resume(s.ResetAt, c.t.rand)
+	w.base, w.at = r.Base(), r.At()
 	reset := s.ResetAt.UTC().Format(time.RFC3339)
 	if !s.ResetKnown {
 		reset += " (assumed)"
@@ -169,7 +169,7 @@ func (c *call) plan(b block) plannedWait {
 	switch b.cause {
 	case quota.CauseBelowReserve:
 		w.reason = fmt.Sprintf("%s below its reserve (%d left, reserve %d) until %s",
-			s.Resource, s.Remaining, c.t.policy.Reserve.For(s.Resource, s.Limit), reset)
+			s.Resource, s.Remaining, b.quota.Reserve, reset)
 	default:
 		w.reason = fmt.Sprintf("%s exhausted until %s", s.Resource, reset)
 	}
@@ -286,8 +286,8 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 		if reset.Before(now) {
 			reset = now
 		}
-		w := plannedWait{key: key, kind: WaitQuota, base: reset.Add(c.t.policy.ResetMargin),
-			at: c.t.policy.ResumeAt(reset, c.t.rand), reason: out.Reason}
+		r := c.t.policy.Resume(reset, c.t.rand)
+		w := plannedWait{key: key, kind: WaitQuota, base: r.Base(), at: r.At(), reason: out.Reason}
 		w.at = later(w.at, now.Add(minRejectionWait))
 		if err := c.budget.Take(w.at.Sub(now)); err != nil {
 			c.t.log.Info("layover: not waiting", "key", key.String(), "reason", c.clean(out.Reason), "err", err.Error())
@@ -332,7 +332,7 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 // states and the key's reset.
 func (c *call) rejected(states []quota.State, key quota.Key, out provider.Outcome, now time.Time) ([]quota.State, time.Time) {
 	for _, s := range states {
-		if s.Key == key && s.Remaining == 0 && s.ResetAt.After(now) {
+		if s.Key == key && s.Exhausted(now) {
 			return states, s.ResetAt
 		}
 	}

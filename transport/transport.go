@@ -238,7 +238,7 @@ func (t *Transport) persist(ctx context.Context, states []quota.State, urgent bo
 	}
 	if !urgent {
 		for _, s := range states {
-			if s.Remaining == 0 || s.Cause == quota.CauseExhausted {
+			if s.Depleted() {
 				urgent = true
 				break
 			}

@@ -150,7 +150,7 @@ type block struct {
 	key    quota.Key
 	kind   WaitKind    // WaitQuota or WaitSecondary
 	cause  quota.Cause // CauseExhausted or CauseBelowReserve
-	state  quota.State // the blocking state (WaitQuota)
+	quota  quota.Block // the blocking state and its reserve (WaitQuota)
 	until  time.Time   // the hold's end (WaitSecondary)
 	reason string
 }
@@ -158,7 +158,9 @@ type block struct {
 // blocking returns what holds req back at now, if anything: an exhausted
 // state or a throttle's hold of a resource that applies to req (the one
 // that ends last), else, for a low-priority request, a state below its
-// reserve (the latest reset first).
+// reserve (the latest reset first). Whether a state blocks is the
+// policy's to say (quota.Policy.Blocks): a low-priority request is
+// quota.Scheduled work, any other quota.Running.
 func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged string, now time.Time, low bool, pol *quota.Policy) (block, bool) {
 	if charged == "" {
 		return block{}, false
@@ -169,27 +171,27 @@ func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged stri
 	if sc == nil {
 		return block{}, false
 	}
+	work := quota.Running
+	if low {
+		work = quota.Scheduled
+	}
 	var (
-		wait, reserve   block
+		wait            block
 		waitAt          time.Time
 		hasWait, hasRes bool
+		worst           quota.Block
 	)
 	for res, s := range sc.states {
-		if s.Expired(now) || !p.applies(req, charged, res) {
+		if !p.applies(req, charged, res) {
 			continue
 		}
-		switch s.CauseAt(now, pol.Reserve.For(res, s.Limit)) {
-		case quota.CauseExhausted:
-			if !hasWait || s.ResetAt.After(waitAt) {
-				wait = block{key: s.Key, kind: WaitQuota, cause: quota.CauseExhausted, state: s}
-				waitAt, hasWait = s.ResetAt, true
-			}
-		case quota.CauseBelowReserve:
-			if low && (!hasRes || s.ResetAt.After(reserve.state.ResetAt)) {
-				reserve = block{key: s.Key, kind: WaitQuota, cause: quota.CauseBelowReserve, state: s}
-				hasRes = true
-			}
+		if b, ok := pol.Blocks(s, now); ok && b.Holds(work) && (!hasRes || b.Outranks(worst)) {
+			worst, hasRes = b, true
 		}
+	}
+	if hasRes && worst.Cause == quota.CauseExhausted {
+		wait = block{key: worst.State.Key, kind: WaitQuota, cause: quota.CauseExhausted, quota: worst}
+		waitAt, hasWait, hasRes = worst.State.ResetAt, true, false
 	}
 	for res, h := range sc.holds {
 		if !h.until.After(now) {
@@ -211,7 +213,7 @@ func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged stri
 	case hasWait:
 		return wait, true
 	case hasRes:
-		return reserve, true
+		return block{key: worst.State.Key, kind: WaitQuota, cause: quota.CauseBelowReserve, quota: worst}, true
 	}
 	return block{}, false
 }
