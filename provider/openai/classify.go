@@ -278,7 +278,7 @@ func (c *classifier) throttle(out provider.Outcome, label string, e apiError) pr
 	dim, daily := dimension(e)
 	exhausted, hasExhausted := llm.LatestExhausted(c.obs)
 	if dim != "" {
-		if s, ok := llm.FindState(c.obs, dim); ok && s.Remaining == 0 && !daily {
+		if s, ok := llm.FindState(c.obs, dim); ok && s.Depleted() && !daily {
 			exhausted, hasExhausted = s, true
 		}
 	}

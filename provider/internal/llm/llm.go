@@ -511,13 +511,14 @@ func FindState(states []quota.State, resource string) (quota.State, bool) {
 	return quota.State{}, false
 }
 
-// LatestExhausted returns the exhausted observation with the latest reset:
-// the one that binds longest.
+// LatestExhausted returns the observation of one response that says its
+// quota is used up (quota.State.Depleted) with the latest reset: the one
+// that binds longest.
 func LatestExhausted(states []quota.State) (quota.State, bool) {
 	var best quota.State
 	found := false
 	for _, s := range states {
-		if s.Remaining == 0 && (!found || s.ResetAt.After(best.ResetAt)) {
+		if s.Depleted() && (!found || s.ResetAt.After(best.ResetAt)) {
 			best, found = s, true
 		}
 	}
