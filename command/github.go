@@ -188,9 +188,10 @@ func (g *GitHub) LearnLogin(ctx context.Context, st store.Store) {
 }
 
 // Observe fills in the key and origin of a provider's observations for this
-// target (an unstamped one is observed now) and gives each without a cause
-// its cause against p's reserve.
-func (g *GitHub) Observe(p quota.Policy, obs []quota.State) []quota.State {
+// target (an unstamped one is observed now). An observation keeps the
+// cause the provider gave it: below the reserve is no observation but a
+// reader's decision (quota.Policy.Blocks).
+func (g *GitHub) Observe(obs []quota.State) []quota.State {
 	now := g.clock.Now()
 	out := make([]quota.State, 0, len(obs))
 	for _, o := range obs {
@@ -199,18 +200,15 @@ func (g *GitHub) Observe(p quota.Policy, obs []quota.State) []quota.State {
 			o.ObservedAt = now
 		}
 		o.ObservedBy = g.hostname
-		if o.Cause == quota.CauseNone {
-			o.Cause = o.CauseAt(now, p.Reserve.For(o.Resource, o.Limit))
-		}
 		out = append(out, o)
 	}
 	return out
 }
 
 // Fresh reads every resource's state from GitHub's GET /rate_limit (which
-// costs no quota), within 10 s, observed for this target against p
-// (Observe). It records nothing.
-func (g *GitHub) Fresh(ctx context.Context, p quota.Policy) ([]quota.State, error) {
+// costs no quota), within 10 s, observed for this target (Observe). It
+// records nothing.
+func (g *GitHub) Fresh(ctx context.Context) ([]quota.State, error) {
 	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
 	defer cancel()
 	gh, _ := registry.Lookup(github.Provider)
@@ -219,7 +217,7 @@ func (g *GitHub) Fresh(ctx context.Context, p quota.Policy) ([]quota.State, erro
 	if err != nil {
 		return nil, err
 	}
-	return g.Observe(p, fresh), nil
+	return g.Observe(fresh), nil
 }
 
 // StatesOf returns the states of keys among states, in the order of states.
@@ -242,8 +240,6 @@ func StatesOf(states []quota.State, keys []quota.Key) []quota.State {
 type HostQuotas struct {
 	GitHub *GitHub
 	Store  store.Store
-	// Policy's reserve gives each fresh state its cause.
-	Policy quota.Policy
 	// Principal and Getenv resolve the other providers' keys, as
 	// QuotaConfig's do.
 	Principal string
@@ -277,7 +273,7 @@ func (q *HostQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State
 		}
 	}
 	if len(ledger) < len(keys) {
-		fresh, err := q.GitHub.Fresh(ctx, q.Policy)
+		fresh, err := q.GitHub.Fresh(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -173,7 +173,7 @@ func TestHostQuotasFreshReadsTheLedgerForOtherProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hq := &command.HostQuotas{GitHub: gh, Store: w.st, Policy: quota.DefaultPolicy(),
+	hq := &command.HostQuotas{GitHub: gh, Store: w.st,
 		Getenv: func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-host"}[k] }}
 	keys, err := hq.Keys(ctx, []string{"anthropic:tokens", "github:core"})
 	if err != nil || len(keys) != 2 {

@@ -299,15 +299,11 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 			return &StoreError{Op: "read", Err: err}
 		}
 		now := r.c.Clock.Now()
-		var blocking *quota.State
-		for i, s := range states {
-			if s.Exhausted(now) && (blocking == nil || s.ResetAt.After(blocking.ResetAt)) {
-				blocking = &states[i]
-			}
-		}
-		if blocking == nil {
+		b, held := r.p.Blocking(now, states, quota.Running)
+		if !held {
 			return nil
 		}
+		blocking := &b.State
 		until := r.p.ResumeAt(blocking.ResetAt, r.c.Rand)
 		if blocking.ResetKnown {
 			if done, err := r.maybeDefer(ctx, blocking.Key, blocking.ResetAt, until, false); done {
@@ -393,7 +389,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 				state.RawReset = o.RawReset
 			}
 		}
-	} else if fresh, err := r.gh.Fresh(ctx, p); err != nil {
+	} else if fresh, err := r.gh.Fresh(ctx); err != nil {
 		fmt.Fprintf(r.c.Stderr, "layover: could not read the GitHub quota (%s); assuming it resets in %s\n",
 			strings.Join(strings.Fields(err.Error()), " "), p.UnknownReset)
 	} else {
@@ -401,7 +397,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 		for _, s := range fresh {
 			if s.Resource == resource {
 				state.Limit = s.Limit
-				if s.Remaining == 0 {
+				if s.Depleted() {
 					state.ResetAt, state.ResetKnown, state.RawReset = s.ResetAt, true, s.RawReset
 				} else {
 					room = true

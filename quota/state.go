@@ -84,12 +84,3 @@ func (s State) Exhausted(now time.Time) bool {
 func (s State) BelowReserve(now time.Time, reserve int64) bool {
 	return !s.Expired(now) && s.Remaining >= 0 && s.Remaining < reserve
 }
-
-// CauseAt classifies the state at now against reserve.
-//
-// Deprecated: Policy.Blocks decides; this stays until its last caller asks
-// Blocks.
-func (s State) CauseAt(now time.Time, reserve int64) Cause {
-	b, _ := Policy{Reserve: Reserve{All: &reserve}}.Blocks(s, now)
-	return b.Cause
-}

@@ -74,7 +74,7 @@ func (o *PassOptions) run(ctx context.Context, env *Env) error {
 	// endpoint, their ledger states are all there is. A check that fails
 	// lets the pass go on.
 	if target != nil {
-		fresh, err := target.Fresh(ctx, o.Policy)
+		fresh, err := target.Fresh(ctx)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "layover: quota check failed (%s); the pass goes ahead\n", oneLine(err.Error()))
 		} else {
@@ -119,7 +119,7 @@ func (o *PassOptions) skip(ctx context.Context, env *Env, st store.Store, quotas
 	line := fmt.Sprintf("skipped: %s Quota wait until %s (%s: %s left)", providerLabel(quotas, s.Key),
 		command.HumanTime(s.ResetAt), shown(s.Resource), count(s.Remaining))
 	if d.Cause == quota.CauseBelowReserve {
-		line += fmt.Sprintf(", below the reserve of %d", o.Policy.Reserve.For(s.Resource, s.Limit))
+		line += fmt.Sprintf(", below the reserve of %d", d.Reserve)
 	}
 	_, err := st.RecordSkip(ctx, scope, skipReasonKey(s), store.Activity{At: env.Clock.Now(), Kind: "skip", Line: line})
 	if err != nil {

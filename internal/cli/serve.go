@@ -84,7 +84,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	h, err := host.New(host.Config{
 		Store:  st,
 		Runner: &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable},
-		Quotas: &command.HostQuotas{GitHub: target, Store: st, Policy: o.Policy, Principal: o.Principal, Getenv: env.Getenv},
+		Quotas: &command.HostQuotas{GitHub: target, Store: st, Principal: o.Principal, Getenv: env.Getenv},
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
 		Env: env.Environ, StoreLocation: loc, Hostname: env.Hostname, Logger: logger,

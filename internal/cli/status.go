@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/layoverhq/layover/command"
 	hostpkg "github.com/layoverhq/layover/host"
@@ -24,12 +23,16 @@ import (
 type StatusOptions struct {
 	JSON  bool
 	Store string
+	// Reserve is what below-reserve is shown against: a state records
+	// what was observed, never a cause that depends on a reserve.
+	Reserve quota.Reserve
 }
 
 func runStatus(ctx context.Context, env *Env, args []string) error {
 	var opts StatusOptions
-	fs := newFlagSet("status", "status [--json] [--store LOCATION]")
+	fs := newFlagSet("status", "status [--json] [--reserve N|RESOURCE=N]... [--store LOCATION]")
 	fs.BoolVar(&opts.JSON, "json", false, "print JSON (the status contract of docs/design.md)")
+	fs.Var(&opts.Reserve, "reserve", "show below-reserve against `N` or RESOURCE=N, repeatable (default min(500, 10% of the limit))")
 	fs.StringVar(&opts.Store, "store", "", "store location (default $LAYOVER_STORE, else the default path)")
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
@@ -88,6 +91,8 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		return internalErr("read store: %v", err)
 	}
 	now := env.Clock.Now()
+	policy := quota.DefaultPolicy()
+	policy.Reserve = o.Reserve
 	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}, Jobs: map[string]int{}, Hosts: []statusHost{}}
 	if js, ok := st.(hostpkg.Store); ok {
 		counts, err := js.CountJobs(ctx)
@@ -113,8 +118,8 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		if !s.ResetKnown {
 			q.ResetAt = nil
 		}
-		if c := currentCause(s, now); c != quota.CauseNone {
-			q.Cause = string(c)
+		if b, ok := policy.Blocks(s, now); ok {
+			q.Cause = string(b.Cause)
 		}
 		if q.InWait {
 			q.WaitUntil = jsonTime(s.ResetAt)
@@ -174,28 +179,16 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		if !s.ResetKnown {
 			reset += " (assumed)"
 		}
-		state := string(currentCause(s, now))
-		if s.Expired(now) {
+		state := "ok"
+		if b, ok := policy.Blocks(s, now); ok {
+			state = string(b.Cause)
+		} else if s.Expired(now) {
 			state = "expired"
-		} else if state == "" {
-			state = "ok"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", shown(s.Host), shown(s.Principal), shown(s.Resource),
 			count(s.Remaining), count(s.Limit), reset, command.HumanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state)
 	}
 	return tw.Flush()
-}
-
-// currentCause is the cause a state holds now: none once its reset passed;
-// exhausted while nothing remains; else the cause recorded with it.
-func currentCause(s quota.State, now time.Time) quota.Cause {
-	switch {
-	case s.Expired(now):
-		return quota.CauseNone
-	case s.Exhausted(now):
-		return quota.CauseExhausted
-	}
-	return s.Cause
 }
 
 // liveWaiters lists registered waiters, leaving out those whose process on
