@@ -149,10 +149,28 @@ type Attempt struct {
 	Fence     int64     `json:"fence"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
-	Outcome   string    `json:"outcome"`   // outcome class, or "lease-lost", "killed"
+	Outcome   string    `json:"outcome"`   // outcome class, or OutcomeLeaseLost, OutcomeKilled
 	ExitCode  *int      `json:"exit_code"` // nil: no exit seen
 	WaitedS   float64   `json:"waited_s"`
 }
+
+// The outcomes of the attempts a store closes itself, when it takes a job
+// from the host that held it (an operator's change, a sweep).
+const (
+	OutcomeKilled    = "killed"     // the job was cancelled
+	OutcomeLeaseLost = "lease-lost" // the job went elsewhere
+)
+
+// The reasons of the transitions a store records itself: a submission and
+// the sweep's time-driven moves.
+const (
+	ReasonSubmitted = "submitted"
+	ReasonPastDue   = "deadline passed"
+	ReasonExpired   = "expired"
+	ReasonLeaseLost = "lease lost"
+	ReasonProgress  = "progress deadline passed"
+	ReasonWakeUp    = "wake-up"
+)
 
 // Transition is one recorded state change.
 type Transition struct {

@@ -176,7 +176,7 @@ var (
 	RETURNING id, state, created_at_ms
 ), transition AS (
 	INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
-	SELECT id, 1, '', state, created_at_ms, '` + reasonSubmitted + `' FROM ins
+	SELECT id, 1, '', state, created_at_ms, '` + job.ReasonSubmitted + `' FROM ins
 ), receipt AS (
 	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
 	SELECT r.id, 1, r.json, r.issued FROM ` + newReceiptRows.unnest("r", len(newJobRows.types)+1) + `
@@ -636,9 +636,9 @@ func (g *groupWrites) add(r readJob, fence int64, ch job.Change) (job.Job, error
 	a := jobArgs(j, nil)
 	g.jobs.add(slices.Concat(a[:1], a[2:5], a[6:], []any{transitionSeq, receiptSeq, r.xmin})...)
 	if taken {
-		outcome := outcomeLeaseLost
+		outcome := job.OutcomeLeaseLost
 		if j.State == job.Cancelled {
-			outcome = outcomeKilled
+			outcome = job.OutcomeKilled
 		}
 		var keep *string
 		if ch.Attempt != nil {

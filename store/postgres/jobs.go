@@ -142,22 +142,6 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	selectHosts   = `SELECT id, hostname, pid, started_at_ms, last_seen_ms, lease_ms FROM host ORDER BY id`
 )
 
-// Transition reasons the store writes itself.
-const (
-	reasonSubmitted = "submitted"
-	reasonPastDue   = "deadline passed"
-	reasonExpired   = "expired"
-	reasonLeaseLost = "lease lost"
-	reasonProgress  = "progress deadline passed"
-	reasonWakeUp    = "wake-up"
-)
-
-// Outcomes of the attempts the store closes itself.
-const (
-	outcomeKilled    = "killed"
-	outcomeLeaseLost = "lease-lost"
-)
-
 // sweepStep is one rule of the sweep: the jobs cond selects ($1 is now,
 // in ms) are moved by set, which may read the row's old values. A job
 // whose state changes gets a transition for reason; the open attempts of
@@ -174,14 +158,14 @@ var sweepSteps = [...]sweepStep{
 	{ // PastDue
 		cond:    `deadline_ms > 0 AND state IN ` + unfinishedStates + ` AND deadline_ms < $1`,
 		set:     cancelSet,
-		reason:  reasonPastDue,
-		outcome: outcomeKilled,
+		reason:  job.ReasonPastDue,
+		outcome: job.OutcomeKilled,
 	},
 	{ // Expired
 		cond:    `resume_by_ms > 0 AND state IN ` + waitingStates + ` AND resume_by_ms < $1`,
 		set:     cancelSet,
-		reason:  reasonExpired,
-		outcome: outcomeKilled,
+		reason:  job.ReasonExpired,
+		outcome: job.OutcomeKilled,
 	},
 	{ // Reclaimed: a lease ran out. Only a running job changes state.
 		cond: `lease_owner <> '' AND lease_until_ms <= $1`,
@@ -189,8 +173,8 @@ var sweepSteps = [...]sweepStep{
 		stage = CASE state WHEN 'running' THEN '' ELSE stage END, updated_at_ms = $1,
 		lease_owner = '', lease_until_ms = 0, progress_by_ms = 0,
 		transition_seq = transition_seq + CASE state WHEN 'running' THEN 1 ELSE 0 END`,
-		reason:  reasonLeaseLost,
-		outcome: outcomeLeaseLost,
+		reason:  job.ReasonLeaseLost,
+		outcome: job.OutcomeLeaseLost,
 	},
 	{ // Reclaimed: a progress deadline passed. The job may still hold a
 		// live lease: it may start again only once that lease would have
@@ -199,13 +183,13 @@ var sweepSteps = [...]sweepStep{
 		cond: `progress_by_ms > 0 AND state = 'running' AND progress_by_ms < $1`,
 		set: `state = 'ready', stage = '', updated_at_ms = $1, run_at_ms = GREATEST(run_at_ms, lease_until_ms),
 		lease_owner = '', lease_until_ms = 0, progress_by_ms = 0, transition_seq = transition_seq + 1`,
-		reason:  reasonProgress,
-		outcome: outcomeLeaseLost,
+		reason:  job.ReasonProgress,
+		outcome: job.OutcomeLeaseLost,
 	},
 	{ // Woken
 		cond:   `state = 'deferred' AND ownership = 'retained' AND run_at_ms <= $1`,
 		set:    `state = 'resumable', stage = '', updated_at_ms = $1, transition_seq = transition_seq + 1`,
-		reason: reasonWakeUp,
+		reason: job.ReasonWakeUp,
 	},
 }
 

@@ -103,7 +103,7 @@ func TestPlans(t *testing.T) {
 		if _, err := writes.add(r, 0, storetest.Deferral(time.UnixMilli(now))); err != nil {
 			t.Fatal(err)
 		}
-		writes.closed.add(id, int64(1), now, outcomeLeaseLost, (*string)(nil))
+		writes.closed.add(id, int64(1), now, job.OutcomeLeaseLost, (*string)(nil))
 		writes.attempts.add(id, "a1", int64(1), now, now, "deferred", (*int64)(nil), 0.0)
 	}
 	writeQuery, writeArgs := writes.query()

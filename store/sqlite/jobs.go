@@ -201,32 +201,16 @@ var sweepSteps = [...]struct {
 	attempts    string // closes those attempts; "" when outcome is ""
 	update      string // moves the jobs
 }{
-	{job.Cancelled, reasonPastDue, outcomeKilled, sweepTransitions + sweepPastDue,
+	{job.Cancelled, job.ReasonPastDue, job.OutcomeKilled, sweepTransitions + sweepPastDue,
 		sweepAttempts + sweepPastDue + `)`, sweepCancel + sweepPastDue},
-	{job.Cancelled, reasonExpired, outcomeKilled, sweepTransitions + sweepExpired,
+	{job.Cancelled, job.ReasonExpired, job.OutcomeKilled, sweepTransitions + sweepExpired,
 		sweepAttempts + sweepExpired + `)`, sweepCancel + sweepExpired},
-	{job.Ready, reasonLeaseLost, outcomeLeaseLost, sweepTransitions + sweepLease + ` AND state = 'running'`,
+	{job.Ready, job.ReasonLeaseLost, job.OutcomeLeaseLost, sweepTransitions + sweepLease + ` AND state = 'running'`,
 		sweepAttempts + sweepLease + `)`, sweepUnclaim},
-	{job.Ready, reasonProgress, outcomeLeaseLost, sweepTransitions + sweepProgress,
+	{job.Ready, job.ReasonProgress, job.OutcomeLeaseLost, sweepTransitions + sweepProgress,
 		sweepAttempts + sweepProgress + `)`, sweepRequeue},
-	{job.Resumable, reasonWakeUp, "", sweepTransitions + sweepWake, "", sweepWakeUp},
+	{job.Resumable, job.ReasonWakeUp, "", sweepTransitions + sweepWake, "", sweepWakeUp},
 }
-
-// Transition reasons the store writes itself.
-const (
-	reasonSubmitted = "submitted"
-	reasonPastDue   = "deadline passed"
-	reasonExpired   = "expired"
-	reasonLeaseLost = "lease lost"
-	reasonProgress  = "progress deadline passed"
-	reasonWakeUp    = "wake-up"
-)
-
-// Outcomes of the attempts the store closes itself.
-const (
-	outcomeKilled    = "killed"
-	outcomeLeaseLost = "lease-lost"
-)
 
 // SubmitJob implements store.Store: the job as job.Job.Submitted makes it.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
@@ -364,7 +348,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 	}
 	var h job.History
 	if submitted != "" {
-		h.Transitions = []job.Transition{{To: job.State(submitted), At: store.FromMS(created), Reason: reasonSubmitted}}
+		h.Transitions = []job.Transition{{To: job.State(submitted), At: store.FromMS(created), Reason: job.ReasonSubmitted}}
 	}
 	rows, err := query(selectAttempts)
 	if err != nil {
@@ -464,9 +448,9 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 		return job.Job{}, err
 	}
 	if taken {
-		outcome := outcomeLeaseLost
+		outcome := job.OutcomeLeaseLost
 		if j.State == job.Cancelled {
-			outcome = outcomeKilled
+			outcome = job.OutcomeKilled
 		}
 		if _, err := b.Exec(closeAttempts, store.MS(j.UpdatedAt), outcome, id, old.Fence); err != nil {
 			return job.Job{}, err
