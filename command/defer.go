@@ -81,18 +81,17 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	default:
 		spec.Quota = []string{github.Provider + ":" + key.Resource}
 	}
-	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset}
-	o := host.DeferOptions{Now: now, Policy: r.p, Rand: c.Rand, Env: c.Environ}
+	// The receipt's jitter is drawn once, here, and handed over as data.
+	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset, Jitter: r.p.DrawJitter(c.Rand)}
+	jobs, err := host.NewJobs(host.Config{Store: c.Store, Clock: c.Clock, Policy: r.p, Rand: c.Rand, Env: c.Environ})
+	if err != nil {
+		return true, err
+	}
 	id := host.NewID()
 	de := &DeferredError{}
 	if c.Submit {
-		js := c.Store
-		live, err := host.LiveHosts(ctx, js, now)
-		if err != nil {
-			return true, &StoreError{Op: "read", Err: err}
-		}
-		o.Retained = len(live) > 0
-		j, rc, err := host.SubmitDeferred(ctx, js, id, spec, d, keys, o)
+		// Retained when the store has a live durable host, else handoff.
+		j, rc, err := jobs.SubmitDeferred(ctx, id, spec, d, keys)
 		if err != nil {
 			return true, &SubmitError{Err: err}
 		}
@@ -106,7 +105,7 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 		}
 		fmt.Fprintf(c.Stderr, "layover: deferred as job %s until %s (%s)\n", j.ID, HumanTime(j.RunAt), how)
 	} else {
-		j, _, encoded, err := host.PrepareDeferred(ctx, id, spec, d, keys, o)
+		j, _, encoded, err := jobs.PrepareDeferred(ctx, id, spec, d, keys)
 		if err != nil {
 			fmt.Fprintf(c.Stderr, "layover: no receipt: %v\n", err)
 			return false, nil

@@ -89,6 +89,7 @@ type hostBench struct {
 	spec     job.Spec
 	d        host.Deferral
 	keys     []quota.Key
+	rand     quota.Rand
 	retained atomic.Int64
 }
 
@@ -101,7 +102,7 @@ func startHostBench(b *testing.B) *hostBench {
 	b.Cleanup(func() { st.Close() })
 	checkDurable(b, st.DB())
 	h, err := host.New(host.Config{Store: st, Runner: host.FuncRunner(func(context.Context, host.Run) error { return nil }),
-		Rand: &lockedRand{r: rand.New(rand.NewPCG(1, 2))}, Env: []string{"PATH=/usr/bin:/bin"},
+		Env:           []string{"PATH=/usr/bin:/bin"},
 		CheckpointDir: b.TempDir(), Hostname: "bench"})
 	if err != nil {
 		b.Fatal(err)
@@ -111,7 +112,7 @@ func startHostBench(b *testing.B) *hostBench {
 	}
 	b.Cleanup(h.Stop)
 	key := quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"}
-	return &hostBench{st: st, h: h,
+	return &hostBench{st: st, h: h, rand: &lockedRand{r: rand.New(rand.NewPCG(1, 2))},
 		spec: job.Spec{Name: "triage", Argv: []string{"gh", "issue", "list", "--limit", "100"}, Workdir: "/srv/bot",
 			Quota: []string{"github"}, Provider: "github", MaxAttempts: host.DefaultMaxAttempts,
 			Deadline: time.Now().Add(24 * time.Hour).UTC().Truncate(time.Millisecond)},
@@ -125,7 +126,10 @@ func (hb *hostBench) submit(b *testing.B, goroutines, lo, hi int) time.Duration 
 	ctx := context.Background()
 	start := time.Now()
 	inParallel(b, goroutines, lo, hi, 1, func(i, _ int) error {
-		j, rc, err := hb.h.SubmitDeferred(ctx, "bench-"+strconv.Itoa(i), hb.spec, hb.d, hb.keys)
+		// Each deferral draws its jitter once, as run's engine does.
+		d := hb.d
+		d.Jitter = quota.DefaultPolicy().DrawJitter(hb.rand)
+		j, rc, err := hb.h.SubmitDeferred(ctx, "bench-"+strconv.Itoa(i), hb.spec, d, hb.keys)
 		if err == nil && rc.IsRetained() && j.Ownership == job.Retained {
 			hb.retained.Add(1)
 		}
@@ -360,8 +364,8 @@ func checkDurable(b *testing.B, q interface {
 	}
 }
 
-// lockedRand is a quota.Rand safe for concurrent use: calls to
-// Host.SubmitDeferred share the host's Rand.
+// lockedRand is a quota.Rand safe for concurrent use: the deferrals made
+// from many goroutines draw their jitter from one.
 type lockedRand struct {
 	mu sync.Mutex
 	r  *rand.Rand

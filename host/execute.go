@@ -288,7 +288,7 @@ func scopeKeys(j job.Job, keys []quota.Key) []string {
 }
 
 // bindings computes the receipt bindings of a job now.
-func (h *Host) bindings(ctx context.Context, j job.Job, keys []quota.Key) (receipt.Bindings, error) {
+func (f *Jobs) bindings(ctx context.Context, j job.Job, keys []quota.Key) (receipt.Bindings, error) {
 	var b receipt.Bindings
 	var err error
 	if b.ScopeDigest, err = receipt.ScopeDigest(j.Spec.Name, j.Spec.Workdir, scopeKeys(j, keys)); err != nil {
@@ -298,7 +298,7 @@ func (h *Host) bindings(ctx context.Context, j job.Job, keys []quota.Key) (recei
 		return b, err
 	}
 	if j.Spec.PlanCmd != "" {
-		code, out, err := h.shell(ctx, j, j.Spec.PlanCmd, nil)
+		code, out, err := f.shell(ctx, j, j.Spec.PlanCmd, nil)
 		if err != nil {
 			return b, fmt.Errorf("plan-cmd: %w", err)
 		}
@@ -604,19 +604,19 @@ func (h *Host) stopping() bool {
 }
 
 // jobEnv is the host's environment plus the job's LAYOVER_* variables.
-func (h *Host) jobEnv(j job.Job, attemptID string) []string {
-	env := slices.DeleteFunc(slices.Clone(h.cfg.Env), func(kv string) bool {
+func (f *Jobs) jobEnv(j job.Job, attemptID string) []string {
+	env := slices.DeleteFunc(slices.Clone(f.cfg.Env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return k == "LAYOVER_JOB_ID" || k == "LAYOVER_ATTEMPT_ID" || k == "LAYOVER_FENCE" || k == "LAYOVER_CHECKPOINT"
 	})
 	env = append(env, "LAYOVER_JOB_ID="+j.ID, "LAYOVER_ATTEMPT_ID="+attemptID,
 		"LAYOVER_FENCE="+strconv.FormatInt(j.Fence, 10))
-	if h.cfg.StoreLocation != "" {
+	if f.cfg.StoreLocation != "" {
 		env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "LAYOVER_STORE=") }),
-			"LAYOVER_STORE="+h.cfg.StoreLocation)
+			"LAYOVER_STORE="+f.cfg.StoreLocation)
 	}
 	if j.Checkpoint != nil {
-		path := filepath.Join(h.cfg.CheckpointDir, j.ID+".json")
+		path := filepath.Join(f.cfg.CheckpointDir, j.ID+".json")
 		data := j.Checkpoint.Data
 		if len(data) == 0 {
 			data = []byte("null")
@@ -630,10 +630,10 @@ func (h *Host) jobEnv(j job.Job, attemptID string) []string {
 
 // shell runs a hook command with sh -c in the job's directory and
 // environment, returning its exit code and stdout.
-func (h *Host) shell(ctx context.Context, j job.Job, command string, extra []string) (int, []byte, error) {
-	cmd := exec.CommandContext(ctx, h.cfg.Shell, "-c", command)
+func (f *Jobs) shell(ctx context.Context, j job.Job, command string, extra []string) (int, []byte, error) {
+	cmd := exec.CommandContext(ctx, f.cfg.Shell, "-c", command)
 	cmd.Dir = j.Spec.Workdir
-	cmd.Env = append(h.jobEnv(j, ""), extra...)
+	cmd.Env = append(f.jobEnv(j, ""), extra...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()

@@ -16,6 +16,7 @@ import (
 	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
 	"github.com/layoverhq/layover/store"
 )
 
@@ -105,8 +106,10 @@ type Config struct {
 // Host is a durable host. Start it once; Stop may be called any number of
 // times, before or after Start. Safe for concurrent use.
 type Host struct {
-	cfg Config
-	st  Store
+	// Jobs is the host's front door, with the host's Config: its Submit
+	// and SubmitDeferred are the Host's own (they wake the scheduler), its
+	// operator actions the same as any Jobs'.
+	*Jobs
 	// grace bounds how long a stopped attempt may take to end:
 	// min(DefaultGrace, (Lease-Heartbeat)/2). A lease taken back by a sweep
 	// or left unrenewed while the host stops still has Lease-Heartbeat to
@@ -146,52 +149,69 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Store == nil || cfg.Runner == nil {
 		return nil, errors.New("host: Store and Runner are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
+	front, err := NewJobs(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = quota.NewRand()
+	c := &front.cfg
+	c.Lease = orDuration(c.Lease, DefaultLease)
+	c.Heartbeat = orDuration(c.Heartbeat, DefaultHeartbeat)
+	if c.Lease < 0 || c.Lease > MaxLease || c.Heartbeat < 0 {
+		return nil, fmt.Errorf("host: lease %s and heartbeat %s: want a lease up to %s and a shorter heartbeat", c.Lease, c.Heartbeat, MaxLease)
 	}
-	if cfg.Policy.UnknownReset == 0 { // the zero Policy: use the defaults
-		cfg.Policy = quota.DefaultPolicy()
+	if c.Heartbeat >= c.Lease {
+		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", c.Heartbeat, c.Lease)
 	}
-	if err := cfg.Policy.Validate(); err != nil {
-		return nil, fmt.Errorf("host: %w", err)
+	if c.ResumeRate == 0 {
+		c.ResumeRate = DefaultResumeRate
 	}
-	cfg.Lease = orDuration(cfg.Lease, DefaultLease)
-	cfg.Heartbeat = orDuration(cfg.Heartbeat, DefaultHeartbeat)
-	if cfg.Lease < 0 || cfg.Lease > MaxLease || cfg.Heartbeat < 0 {
-		return nil, fmt.Errorf("host: lease %s and heartbeat %s: want a lease up to %s and a shorter heartbeat", cfg.Lease, cfg.Heartbeat, MaxLease)
+	if !(c.ResumeRate >= MinResumeRate && c.ResumeRate <= MaxResumeRate) { // NaN fails both
+		return nil, fmt.Errorf("host: resume rate %v: want %g to %g per second", c.ResumeRate, MinResumeRate, MaxResumeRate)
 	}
-	if cfg.Heartbeat >= cfg.Lease {
-		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.Lease)
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
 	}
-	if cfg.ResumeRate == 0 {
-		cfg.ResumeRate = DefaultResumeRate
+	if c.ID == "" {
+		c.ID = "host-" + randomHex(8)
 	}
-	if !(cfg.ResumeRate >= MinResumeRate && cfg.ResumeRate <= MaxResumeRate) { // NaN fails both
-		return nil, fmt.Errorf("host: resume rate %v: want %g to %g per second", cfg.ResumeRate, MinResumeRate, MaxResumeRate)
+	if c.Hostname == "" {
+		c.Hostname, _ = os.Hostname()
 	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.Env == nil {
-		cfg.Env = os.Environ()
+	h := &Host{Jobs: front, grace: min(DefaultGrace, (c.Lease-c.Heartbeat)/2),
+		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1)}
+	front.live = h.live
+	return h, nil
+}
+
+// live reports whether the host is running: a deferral it records now is
+// retained.
+func (h *Host) live() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.started && !h.stopped
+}
+
+// Submit queues a ready job, as Jobs.Submit does, and wakes the scheduler.
+func (h *Host) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, bool, error) {
+	j, created, err := h.Jobs.Submit(ctx, id, spec)
+	if err == nil {
+		h.Nudge()
 	}
-	if cfg.Shell == "" {
-		cfg.Shell = "/bin/sh"
+	return j, created, err
+}
+
+// SubmitDeferred records a new deferred job, as Jobs.SubmitDeferred does:
+// retained while this host runs (it will wake the job), else handoff.
+func (h *Host) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, keys []quota.Key) (job.Job, *receipt.Receipt, error) {
+	j, rc, err := h.Jobs.SubmitDeferred(ctx, id, spec, d, keys)
+	if err == nil && j.Ownership == job.Retained {
+		// The loop may be asleep until after this wake-up.
+		h.nudgeIfSooner(j)
 	}
-	if cfg.ID == "" {
-		cfg.ID = "host-" + randomHex(8)
-	}
-	if cfg.Hostname == "" {
-		cfg.Hostname, _ = os.Hostname()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return &Host{cfg: cfg, st: cfg.Store, grace: min(DefaultGrace, (cfg.Lease-cfg.Heartbeat)/2),
-		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1)}, nil
+	return j, rc, err
 }
 
 func orDuration(d, def time.Duration) time.Duration {

@@ -97,6 +97,8 @@ type bundle struct {
 	quotas *fakeQuotas
 	script *script
 	host   *host.Host
+	// ops is an operator's front door to the same store, as the CLI's.
+	ops *host.Jobs
 }
 
 func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
@@ -119,6 +121,9 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 		t.Fatal(err)
 	}
 	b.host, b.cfg = h, cfg
+	if b.ops, err = host.NewJobs(host.Config{Store: st, Clock: b.clock}); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +264,7 @@ func TestPermanentFailsAndAuthBlocks(t *testing.T) {
 	if !strings.Contains(j.Stage, "bad credentials") {
 		t.Errorf("stage %q", j.Stage)
 	}
-	if _, err := host.Unblock(context.Background(), b.st, "auth", b.clock.Now()); err != nil {
+	if _, err := b.ops.Unblock(context.Background(), "auth"); err != nil {
 		t.Fatal(err)
 	}
 	b.host.Nudge()
@@ -440,7 +445,7 @@ func TestFreshApprovalRequired(t *testing.T) {
 	if b.script.count() != 1 {
 		t.Fatal("resumed without approval")
 	}
-	if _, err := host.Approve(context.Background(), b.st, "j", b.clock.Now()); err != nil {
+	if _, err := b.ops.Approve(context.Background(), "j"); err != nil {
 		t.Fatal(err)
 	}
 	b.host.Nudge()
@@ -502,7 +507,7 @@ func TestCancel(t *testing.T) {
 	})
 	b.submit("running", job.Spec{})
 	<-started
-	if _, err := host.Cancel(context.Background(), b.st, "running", b.clock.Now()); err != nil {
+	if _, err := b.ops.Cancel(context.Background(), "running"); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(host.DefaultHeartbeat) // the heartbeat finds the lease gone
@@ -511,7 +516,7 @@ func TestCancel(t *testing.T) {
 	b.script.push(func(context.Context, host.Run) error { return host.Quota("github", "core", t0.Add(time.Hour)) })
 	b.submit("deferred", job.Spec{})
 	b.awaitState("deferred", job.Deferred)
-	if _, err := host.Cancel(context.Background(), b.st, "deferred", b.clock.Now()); err != nil {
+	if _, err := b.ops.Cancel(context.Background(), "deferred"); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(2 * time.Hour)
@@ -557,30 +562,45 @@ func TestProgressDeadlineTakesTheJobBack(t *testing.T) {
 func TestHandoffWaitsForAdopt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// No host is live when the job is deferred: the host stopped (and
+	// unregistered).
+	b.host.Stop()
 	reset := t0.Add(10 * time.Minute)
-	_, rc, err := host.SubmitDeferred(context.Background(), b.st, "j", job.Spec{Argv: []string{"true"}, Quota: []string{"github:core"}},
-		host.Deferral{Key: coreKey, Provider: "github", ResetAt: reset}, []quota.Key{coreKey},
-		host.DeferOptions{Now: t0, Policy: quota.DefaultPolicy(), Rand: fixedRand{}})
+	_, rc, err := b.ops.SubmitDeferred(context.Background(), "j", job.Spec{Argv: []string{"true"}, Quota: []string{"github:core"}},
+		host.Deferral{Key: coreKey, Provider: "github", ResetAt: reset}, []quota.Key{coreKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rc.IsRetained() {
 		t.Fatal("a receipt without a live host claimed retained ownership")
 	}
+	if _, _, err := b.ops.Adopt(context.Background(), "j"); !errors.Is(err, host.ErrNoLiveHost) {
+		t.Fatalf("adopt without a live host: %v, want host.ErrNoLiveHost", err)
+	}
+	// A host comes up; past the reset it still does not wake a handoff job.
+	cfg := b.cfg
+	cfg.ID = "host-b"
+	h2, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.clock.Advance(15 * time.Minute)
-	b.host.Nudge()
+	if err := h2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Stop()
+	h2.Nudge()
 	if j, _ := b.st.Job(context.Background(), "j"); j.State != job.Deferred {
 		t.Fatalf("a handoff job woke by itself: %s", j.State)
 	}
-	b.awaitHeartbeat()
-	j, rc2, err := host.Adopt(context.Background(), b.st, "j", b.clock.Now())
+	j, rc2, err := b.ops.Adopt(context.Background(), "j")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rc2.IsRetained() || j.Ownership != job.Retained {
 		t.Fatalf("adopted receipt %+v", rc2)
 	}
-	b.host.Nudge()
+	h2.Nudge()
 	b.awaitState("j", job.Complete)
 	if n := len(b.history("j").Receipts); n != 2 {
 		t.Fatalf("%d receipts; want the handoff and the adoption", n)

@@ -43,8 +43,8 @@ type issueInput struct {
 // (deferJob). The window is receipt.Window's, bounded by the job's deadline
 // and by in.ChainBy; an empty window is receipt.ErrTooFar or
 // receipt.ErrDeadline (ErrChainEnded when the chain's bound emptied it).
-func (h *Host) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receipt, []byte, error) {
-	p := h.cfg.Policy
+func (f *Jobs) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receipt, []byte, error) {
+	p := f.cfg.Policy
 	bound := in.Job.Spec.Deadline
 	if !in.ChainBy.IsZero() && (bound.IsZero() || in.ChainBy.Before(bound)) {
 		bound = in.ChainBy
@@ -56,7 +56,7 @@ func (h *Host) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receip
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := h.bindings(ctx, in.Job, in.Keys)
+	b, err := f.bindings(ctx, in.Job, in.Keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot compute bindings: %w", err)
 	}

@@ -28,27 +28,27 @@ func TestCancelBlockedAndResumable(t *testing.T) {
 	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
 	b.submit("blocked", job.Spec{})
 	b.awaitState("blocked", job.Blocked)
-	if _, err := host.Cancel(context.Background(), b.st, "blocked", b.clock.Now()); err != nil {
+	if _, err := b.ops.Cancel(context.Background(), "blocked"); err != nil {
 		t.Fatal(err)
 	}
 	b.awaitState("blocked", job.Cancelled)
 
 	// A resumable job the host has not claimed yet (the store's sweep woke
-	// it) can be cancelled too.
-	b.host.Stop()
-	_, _, err := host.SubmitDeferred(context.Background(), b.st, "r", job.Spec{Argv: []string{"true"}},
-		host.Deferral{Key: coreKey, Provider: "github", ResetAt: t0.Add(time.Minute)}, nil,
-		host.DeferOptions{Now: t0, Policy: b.policy(), Rand: fixedRand{}, Retained: true})
+	// it) can be cancelled too. Deferred while the host runs, it is
+	// retained; the host stops before its wake-up.
+	_, _, err := b.host.SubmitDeferred(context.Background(), "r", job.Spec{Argv: []string{"true"}},
+		host.Deferral{Key: coreKey, Provider: "github", ResetAt: t0.Add(time.Minute)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.host.Stop()
 	if _, err := b.st.SweepJobs(context.Background(), t0.Add(5*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if j, _ := b.st.Job(context.Background(), "r"); j.State != job.Resumable {
 		t.Fatalf("state %s, want resumable", j.State)
 	}
-	j, err := host.Cancel(context.Background(), b.st, "r", t0.Add(5*time.Minute))
+	j, err := b.ops.Cancel(context.Background(), "r")
 	if err != nil || j.State != job.Cancelled {
 		t.Fatalf("cancel resumable: %v %v", j.State, err)
 	}
@@ -61,10 +61,10 @@ func TestCheckpointReachesTheNextAttempt(t *testing.T) {
 	b := setup(t)
 	var second host.Run
 	b.script.push(func(ctx context.Context, r host.Run) error {
-		if _, err := host.Checkpoint(ctx, b.st, r.Job.ID, r.Fence, "fetched", []byte(`{"page":3}`), b.clock.Now()); err != nil {
+		if _, err := b.ops.Checkpoint(ctx, r.Job.ID, r.Fence, "fetched", []byte(`{"page":3}`)); err != nil {
 			return host.Permanent(err.Error())
 		}
-		if _, err := host.Checkpoint(ctx, b.st, r.Job.ID, r.Fence-1, "stale", nil, b.clock.Now()); !errors.Is(err, job.ErrStaleFence) {
+		if _, err := b.ops.Checkpoint(ctx, r.Job.ID, r.Fence-1, "stale", nil); !errors.Is(err, job.ErrStaleFence) {
 			return host.Permanent("a stale fence was accepted")
 		}
 		return errors.New("connection reset")
@@ -96,7 +96,7 @@ func TestPriorityRunsFirst(t *testing.T) {
 		id  string
 		pri int
 	}{{"low", 0}, {"high", 5}, {"mid", 2}} {
-		if _, _, err := host.Submit(context.Background(), b.st, p.id, job.Spec{Argv: []string{"true"}, Priority: p.pri}, t0); err != nil {
+		if _, _, err := b.ops.Submit(context.Background(), p.id, job.Spec{Argv: []string{"true"}, Priority: p.pri}); err != nil {
 			t.Fatal(err)
 		}
 	}

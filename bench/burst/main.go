@@ -242,13 +242,25 @@ func seed(ctx context.Context, st host.Store, o options, due time.Time) {
 	p := quota.DefaultPolicy()
 	p.ResetMargin, p.Jitter = 0, 0 // the wake-up is the due time itself
 	key := quota.Key{Host: "api.github.com", Principal: "bench", Resource: "core"}
+	// A host is registered while the jobs are seeded, so each deferral is
+	// retained (the measured host wakes them); it is gone before that host
+	// starts.
+	now := time.Now()
+	seeder := job.Host{ID: "burst-seed", Hostname: "burst-bench", PID: os.Getpid(), StartedAt: now, LastSeen: now, Lease: time.Hour}
+	if err := st.RegisterHost(ctx, seeder); err != nil {
+		benchkit.Fail("seed: %v", err)
+	}
+	defer st.UnregisterHost(ctx, seeder.ID)
+	jobs, err := host.NewJobs(host.Config{Store: st, Policy: p})
+	if err != nil {
+		benchkit.Fail("seed: %v", err)
+	}
 	const workers = 64
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for range workers {
 		wg.Go(func() {
-			rnd := quota.NewRand()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= o.jobs {
@@ -258,8 +270,7 @@ func seed(ctx context.Context, st host.Store, o options, due time.Time) {
 				now := time.Now()
 				var err error
 				if o.kind == "deferred" {
-					_, _, err = host.SubmitDeferred(ctx, st, id, spec, host.Deferral{Key: key, Provider: "github", ResetAt: due}, nil,
-						host.DeferOptions{Now: now, Policy: p, Rand: rnd, Retained: true})
+					_, _, err = jobs.SubmitDeferred(ctx, id, spec, host.Deferral{Key: key, Provider: "github", ResetAt: due}, nil)
 				} else {
 					_, _, err = st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", RunAt: due,
 						CreatedAt: now, UpdatedAt: now}, nil, now)

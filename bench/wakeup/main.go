@@ -279,21 +279,31 @@ func seedChild(path string, args []string) {
 	key := quota.Key{Host: "api.github.com", Principal: "bench", Resource: "core"}
 	spec := job.Spec{Name: "wakeup", Argv: []string{"noop"}, Workdir: "/", Provider: "github"}
 
+	// The seeding host is live while it seeds, so every deferral is
+	// retained; it runs nothing (every job is due later) and stops before
+	// the measured host starts.
+	h, err := host.New(host.Config{Store: st, Policy: p, Env: []string{"PATH=/usr/bin:/bin"}, Hostname: "wakeup-seed",
+		Runner: host.FuncRunner(func(context.Context, host.Run) error { return host.Permanent("the seeding host runs nothing") })})
+	if err != nil {
+		benchkit.Fail("%v", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		benchkit.Fail("%v", err)
+	}
+	defer h.Stop()
 	const workers = 64
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for range workers {
 		wg.Go(func() {
-			rnd := quota.NewRand()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
 				d := host.Deferral{Key: key, Provider: "github", ResetAt: time.UnixMilli(due[i])}
-				_, _, err := host.SubmitDeferred(ctx, st, fmt.Sprintf("w%d-%d", i, due[i]), spec, d, nil,
-					host.DeferOptions{Now: time.Now(), Policy: p, Rand: rnd, Retained: true})
+				_, _, err := h.SubmitDeferred(ctx, fmt.Sprintf("w%d-%d", i, due[i]), spec, d, nil)
 				if err != nil {
 					errs <- err
 					return

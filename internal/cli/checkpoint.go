@@ -48,7 +48,11 @@ func runCheckpoint(ctx context.Context, env *Env, args []string) error {
 			return checkpointErr(err)
 		}
 	}
-	_, err = host.Checkpoint(ctx, st, id, fence, *stage, raw, env.Clock.Now())
+	jobs, err := host.NewJobs(host.Config{Store: st, Clock: env.Clock})
+	if err != nil {
+		return internalErr("%v", err)
+	}
+	_, err = jobs.Checkpoint(ctx, id, fence, *stage, raw)
 	return jobError(err)
 }
 

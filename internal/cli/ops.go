@@ -10,7 +10,7 @@ import (
 
 // operatorCommand builds cancel, approve, unblock: each takes a job id and
 // prints the job's state afterwards.
-func operatorCommand(name, summary string, act func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error)) func(context.Context, *Env, []string) error {
+func operatorCommand(name, summary string, act func(ctx context.Context, jobs *host.Jobs, id string) (job.Job, error)) func(context.Context, *Env, []string) error {
 	return func(ctx context.Context, env *Env, args []string) error {
 		fs := newFlagSet(name, name+" ID")
 		storeLoc := storeFlag(fs)
@@ -23,7 +23,11 @@ func operatorCommand(name, summary string, act func(ctx context.Context, st host
 			return err
 		}
 		defer st.Close()
-		j, err := act(ctx, st, id, env)
+		jobs, err := host.NewJobs(host.Config{Store: st, Clock: env.Clock})
+		if err != nil {
+			return internalErr("%v", err)
+		}
+		j, err := act(ctx, jobs, id)
 		if err != nil {
 			return jobError(err)
 		}
@@ -33,17 +37,17 @@ func operatorCommand(name, summary string, act func(ctx context.Context, st host
 }
 
 var (
-	runCancel = operatorCommand("cancel", "cancel a job", func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error) {
-		return host.Cancel(ctx, st, id, env.Clock.Now())
+	runCancel = operatorCommand("cancel", "cancel a job", func(ctx context.Context, jobs *host.Jobs, id string) (job.Job, error) {
+		return jobs.Cancel(ctx, id)
 	})
-	runApprove = operatorCommand("approve", "approve a job's resume", func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error) {
-		return host.Approve(ctx, st, id, env.Clock.Now())
+	runApprove = operatorCommand("approve", "approve a job's resume", func(ctx context.Context, jobs *host.Jobs, id string) (job.Job, error) {
+		return jobs.Approve(ctx, id)
 	})
-	runUnblock = operatorCommand("unblock", "return a blocked job to ready", func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error) {
-		return host.Unblock(ctx, st, id, env.Clock.Now())
+	runUnblock = operatorCommand("unblock", "return a blocked job to ready", func(ctx context.Context, jobs *host.Jobs, id string) (job.Job, error) {
+		return jobs.Unblock(ctx, id)
 	})
-	runAdopt = operatorCommand("adopt", "hand a handoff deferral to the live host", func(ctx context.Context, st host.Store, id string, env *Env) (job.Job, error) {
-		j, _, err := host.Adopt(ctx, st, id, env.Clock.Now())
+	runAdopt = operatorCommand("adopt", "hand a handoff deferral to the live host", func(ctx context.Context, jobs *host.Jobs, id string) (job.Job, error) {
+		j, _, err := jobs.Adopt(ctx, id)
 		return j, err
 	})
 )

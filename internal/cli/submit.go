@@ -82,7 +82,11 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 			spec.Deadline = prev.Spec.Deadline
 		}
 	}
-	j, created, err := host.Submit(ctx, st, id, spec, env.Clock.Now())
+	jobs, err := host.NewJobs(host.Config{Store: st, Clock: env.Clock})
+	if err != nil {
+		return internalErr("%v", err)
+	}
+	j, created, err := jobs.Submit(ctx, id, spec)
 	if err != nil {
 		return jobError(err)
 	}

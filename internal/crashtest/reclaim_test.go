@@ -88,8 +88,8 @@ func TestHostReclaimWhileAttemptEnds(t *testing.T) {
 	// so the job is claimed again before the stopped attempt has ended.
 	script := fmt.Sprintf(`trap 'sleep 0.2; exit 143' TERM; l="$LAYOVER_JOB_ID $LAYOVER_FENCE"; echo "$l start" >>'%s'; sleep %s; echo "$l end" >>'%s'`,
 		sink, seconds(work), sink)
-	if _, _, err := host.Submit(context.Background(), st, "j", job.Spec{Argv: []string{"sh", "-c", script},
-		Workdir: dir, Deadline: time.Now().Add(time.Hour)}, time.Now()); err != nil {
+	if _, _, err := h.Submit(context.Background(), "j", job.Spec{Argv: []string{"sh", "-c", script},
+		Workdir: dir, Deadline: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Start(context.Background()); err != nil {
