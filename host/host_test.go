@@ -131,8 +131,6 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 	return b
 }
 
-func (b *bundle) policy() quota.Policy { return b.cfg.Policy }
-
 func (b *bundle) submit(id string, spec job.Spec) {
 	b.t.Helper()
 	if len(spec.Argv) == 0 {
@@ -159,24 +157,6 @@ func (b *bundle) await(id string, cond func(job.Job) bool, what string) job.Job 
 		b.host.Nudge()
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// awaitHeartbeat moves the fake clock a heartbeat at a time until the
-// host has heartbeated recently enough to count as live.
-func (b *bundle) awaitHeartbeat() {
-	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		hosts, _ := b.st.Hosts(context.Background())
-		for _, h := range hosts {
-			if h.Live(b.clock.Now()) {
-				return
-			}
-		}
-		b.clock.Advance(time.Second)
-		time.Sleep(2 * time.Millisecond)
-	}
-	b.t.Fatal("the host never heartbeated")
 }
 
 func (b *bundle) awaitState(id string, s job.State) job.Job {
@@ -620,10 +600,6 @@ func TestStopGivesRunningJobsBack(t *testing.T) {
 		t.Fatalf("after stop: %+v %v; want ready, no attempt counted", j, err)
 	}
 }
-
-type fixedRand struct{}
-
-func (fixedRand) Int64N(n int64) int64 { return n / 2 }
 
 func decodeReceipts(t *testing.T, h job.History) []*receipt.Receipt {
 	t.Helper()
