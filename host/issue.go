@@ -78,3 +78,39 @@ func (f *Jobs) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receip
 	}
 	return rc, data, nil
 }
+
+// scopeKeys renders keys as host/resource for the scope digest; without
+// resolved keys, the job's quota names.
+func scopeKeys(j job.Job, keys []quota.Key) []string {
+	if len(keys) == 0 {
+		return append([]string{}, j.Spec.Quota...)
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Host + "/" + k.Resource
+	}
+	return out
+}
+
+// bindings computes the receipt bindings of a job now.
+func (f *Jobs) bindings(ctx context.Context, j job.Job, keys []quota.Key) (receipt.Bindings, error) {
+	var b receipt.Bindings
+	var err error
+	if b.ScopeDigest, err = receipt.ScopeDigest(j.Spec.Name, j.Spec.Workdir, scopeKeys(j, keys)); err != nil {
+		return b, err
+	}
+	if b.RequestDigest, err = receipt.RequestDigest(j.Spec.Argv, j.Spec.EnvNames, j.Spec.ResumeCmd); err != nil {
+		return b, err
+	}
+	if j.Spec.PlanCmd != "" {
+		code, out, err := f.shell(ctx, j, j.Spec.PlanCmd, nil)
+		if err != nil {
+			return b, fmt.Errorf("plan-cmd: %w", err)
+		}
+		if code != 0 {
+			return b, fmt.Errorf("plan-cmd exited %d", code)
+		}
+		b.PlanDigest = receipt.PlanDigest(out)
+	}
+	return b, nil
+}

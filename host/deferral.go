@@ -1,0 +1,165 @@
+package host
+
+// Deferrals: the quota waits a job sits out, with a receipt or as a probe
+// (docs/lifecycle.md, Probes for unknown resets; Deferral chains).
+
+import (
+	"context"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
+)
+
+func latestExhausted(states []quota.State, now time.Time) (quota.State, bool) {
+	var best quota.State
+	found := false
+	for _, s := range states {
+		if s.Exhausted(now) && (!found || s.ResetAt.After(best.ResetAt)) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// wait is a quota wait a job must sit out.
+type wait struct {
+	Key       quota.Key
+	Provider  string
+	Secondary bool
+	// ResetAt is the provider-declared end of the wait; zero when the
+	// provider declared none (no receipt can be issued then).
+	ResetAt time.Time
+	// Room: the fresh check after the failure found the quota has room
+	// again (the reset came in between).
+	Room bool
+	Why  string
+}
+
+func waitFromState(s quota.State) wait {
+	w := wait{Key: s.Key, Provider: "github", Why: "quota wait: " + s.Resource + " exhausted"}
+	if s.ResetKnown {
+		w.ResetAt = s.ResetAt
+	}
+	return w
+}
+
+// waitFromOutcome turns a failed attempt's quota outcome into a wait,
+// asking the provider for a reset the output did not give.
+func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []quota.Key) wait {
+	now := h.cfg.Clock.Now()
+	w := wait{Provider: o.Provider, Secondary: o.Class == provider.ClassSecondary, ResetAt: o.ResetAt}
+	resource := o.Resource
+	if resource == "" {
+		resource = "core"
+	}
+	w.Key = quota.Key{Resource: resource}
+	for _, k := range keys {
+		if k.Resource == resource {
+			w.Key = k
+		}
+	}
+	if w.Secondary {
+		w.Why = "secondary limit: " + o.Reason
+		if o.RetryAfter >= 0 && w.ResetAt.IsZero() {
+			w.ResetAt = now.Add(o.RetryAfter)
+		}
+		return w
+	}
+	w.Why = "quota exhausted: " + o.Reason
+	if w.ResetAt.IsZero() && h.cfg.Quotas != nil && w.Key.Host != "" {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if fresh, err := h.cfg.Quotas.Fresh(cctx, []quota.Key{w.Key}); err == nil {
+			for _, s := range fresh {
+				if s.Key == w.Key && s.Remaining == 0 && s.ResetKnown && s.ResetAt.After(now) {
+					w.ResetAt = s.ResetAt
+				} else if s.Key == w.Key && s.Remaining > 0 {
+					w.Room = true
+				}
+			}
+		}
+	}
+	return w
+}
+
+// receiptReason maps a wait to the receipt reasons of docs/receipt.md (Fields).
+func receiptReason(w wait) receipt.Reason {
+	switch {
+	case w.Secondary:
+		return receipt.ProviderSecondaryLimit
+	case w.Provider != "github" && w.Provider != "":
+		return receipt.ProviderQuota
+	case w.Key.Resource == "graphql":
+		return receipt.GraphQLReserve
+	}
+	return receipt.RESTReserve
+}
+
+// deferJob records a deferral. A declared reset yields a receipt with
+// retained ownership and a wake-up, in one transaction; an undeclared one is
+// probed again on the backoff, without a receipt. A reset more than 24 h
+// away blocks the job.
+func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt, keys []quota.Key) {
+	now := h.cfg.Clock.Now()
+	p := h.cfg.Policy
+	// A deferral found by the preflight of a resume (no attempt ran)
+	// continues the chain of the receipt it resumed: it keeps that
+	// receipt's resume_by, so re-deferring never extends a chain. A
+	// deferral after an attempt starts a new chain.
+	var chainBy time.Time
+	if att == nil {
+		chainBy = j.ResumeBy
+	}
+	if w.ResetAt.IsZero() {
+		backoff := p.SecondaryWait
+		if !w.Secondary {
+			backoff = ProbeBackoff[min(j.Probes, len(ProbeBackoff)-1)]
+		}
+		runAt := now.Add(backoff)
+		why, note := w.Why+" (reset unknown; probing again)", " (reset unknown)"
+		if w.Room && !w.Secondary && j.Probes == 0 {
+			// The quota has room again: the reset came between the failure
+			// and the check. Run again after the margin, once, as run does;
+			// a second such failure in a row probes on the backoff.
+			runAt = p.ResumeAt(now, h.cfg.Rand)
+			why, note = w.Why+" (the quota has room again; running again after the margin)", " (the quota has room again)"
+		}
+		h.apply(ctx, j, job.Change{To: job.Deferred, Reason: why, Attempt: att,
+			Mutate: func(x *job.Job) {
+				// A probe inside a chain keeps its resume_by: the sweep
+				// cancels the job if the chain ends before the quota is back.
+				x.RunAt, x.ResumeBy, x.Ownership, x.Probes = runAt, chainBy, job.Retained, x.Probes+1
+				x.Stage = "Quota wait until " + stageTime(runAt) + note
+				releaseLease(x)
+			}})
+		return
+	}
+	if w.ResetAt.After(now.Add(receipt.MaxWindow)) {
+		h.block(ctx, j, "the quota resets more than 24h from now ("+stageTime(w.ResetAt)+")", att)
+		return
+	}
+	rc, data, err := h.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: p.DrawJitter(h.cfg.Rand),
+		ChainBy: chainBy, Keys: keys, Retained: true})
+	if windowError(err) {
+		h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: err.Error(), Attempt: att,
+			Mutate: func(x *job.Job) { x.Stage = "Cancelled: " + err.Error(); releaseLease(x) }})
+		return
+	}
+	if err != nil {
+		h.block(ctx, j, "cannot issue a receipt: "+err.Error(), att)
+		return
+	}
+	h.apply(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,
+		Receipt: &job.Receipt{JobID: j.ID, JSON: data, IssuedAt: now},
+		Mutate: func(x *job.Job) {
+			x.RunAt, x.ResumeBy, x.Ownership, x.Probes = rc.ResumeAfter(), rc.ResumeBy(), job.Retained, 0
+			x.Stage = "Quota wait until " + stageTime(rc.ResumeAfter())
+			releaseLease(x)
+		}})
+}
+
+// stageTime renders a time for a stage line: RFC 3339 UTC.
+func stageTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,204 @@
+package host
+
+// The resume preflight of docs/lifecycle.md (The resume preflight): what a
+// resumable job passes before it runs again.
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
+)
+
+// keysOf resolves a job's quota names.
+func (h *Host) keysOf(ctx context.Context, j job.Job) ([]quota.Key, error) {
+	if h.cfg.Quotas == nil || len(j.Spec.Quota) == 0 {
+		return nil, nil
+	}
+	return h.cfg.Quotas.Keys(ctx, j.Spec.Quota)
+}
+
+// resume runs the fresh-resume preflight of a resumable job, then its
+// command as a new process.
+func (h *Host) resume(ctx context.Context, j job.Job) {
+	now := h.cfg.Clock.Now()
+	// 1. The receipt, when the deferral has one.
+	var rc *receipt.Receipt
+	if !j.ResumeBy.IsZero() {
+		hist, err := h.st.JobHistory(ctx, j.ID)
+		if err != nil {
+			// The store did not answer: leave the job to its lease, which
+			// runs out and lets a later claim try again.
+			h.cfg.Logger.Error("read job history", "job", j.ID, "err", err)
+			return
+		}
+		if len(hist.Receipts) == 0 {
+			h.block(ctx, j, "the deferral's receipt is missing", nil)
+			return
+		}
+		r, err := receipt.Decode(hist.Receipts[len(hist.Receipts)-1].JSON)
+		if err != nil {
+			h.block(ctx, j, "receipt not valid: "+err.Error(), nil)
+			return
+		}
+		st, err := receipt.Validate(r, now)
+		if err != nil {
+			h.block(ctx, j, "receipt not valid: "+err.Error(), nil)
+			return
+		}
+		if st.Expired() {
+			h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: "expired", Mutate: func(x *job.Job) {
+				x.Stage = "Cancelled: the receipt expired"
+				releaseLease(x)
+			}})
+			return
+		}
+		rc = r
+	}
+	// 2. The claim is fresh: ClaimJobs gave this attempt a new fence.
+	keys, err := h.keysOf(ctx, j)
+	if err != nil {
+		h.block(ctx, j, "quota: "+err.Error(), nil)
+		return
+	}
+	// 3. Fresh quota state; a key still exhausted or below its reserve
+	// defers again with a new receipt.
+	if len(keys) > 0 {
+		if w, short := h.stillShort(ctx, keys, now); short {
+			h.deferJob(ctx, j, w, nil, keys)
+			return
+		}
+	}
+	// 4. Bindings.
+	if rc != nil {
+		b, err := h.bindings(ctx, j, keys)
+		if err != nil {
+			h.block(ctx, j, "cannot recompute bindings: "+err.Error(), nil)
+			return
+		}
+		if what := mismatch(rc.Bindings, b); what != "" {
+			h.block(ctx, j, "binding changed: "+what, nil)
+			return
+		}
+	}
+	// 5. Fresh approval.
+	if j.Spec.FreshApprovalRequired && !j.Approved {
+		h.awaitApproval(ctx, j, now)
+		return
+	}
+	// 6. The check command: 0 the outcome already holds, 1 run, other blocked.
+	if j.Spec.CheckCmd != "" {
+		code, _, err := h.shell(ctx, j, j.Spec.CheckCmd, nil)
+		switch {
+		case err != nil:
+			h.block(ctx, j, "check-cmd: "+err.Error(), nil)
+			return
+		case code == 0:
+			h.apply(ctx, j, job.Change{To: job.Complete, Reason: "check-cmd: the outcome already holds",
+				Mutate: func(x *job.Job) { x.Stage = "complete"; releaseLease(x) }})
+			return
+		case code != 1:
+			h.block(ctx, j, "check-cmd exited "+strconv.Itoa(code)+": unsafe to run", nil)
+			return
+		}
+	}
+	if !h.pace(ctx, keys) {
+		return
+	}
+	h.attempt(ctx, j, h.resumeArgv(j), "resumed", keys)
+}
+
+// stillShort reads fresh quota state (falling back to the ledger when the
+// check fails) and reports a key still exhausted or below its reserve.
+func (h *Host) stillShort(ctx context.Context, keys []quota.Key, now time.Time) (wait, bool) {
+	states, err := h.cfg.Quotas.Fresh(ctx, keys)
+	if err != nil {
+		if states, err = h.st.States(ctx, keys); err != nil {
+			return wait{}, false
+		}
+	}
+	states = slices.DeleteFunc(states, func(s quota.State) bool { return !slices.Contains(keys, s.Key) })
+	if s, ok := latestExhausted(states, now); ok {
+		return waitFromState(s), true
+	}
+	for _, s := range states {
+		if s.BelowReserve(now, h.cfg.Policy.Reserve.For(s.Resource, s.Limit)) {
+			w := waitFromState(s)
+			w.Why = "reserve still short: " + s.Resource + " has " + strconv.FormatInt(s.Remaining, 10) + " left"
+			return w, true
+		}
+	}
+	return wait{}, false
+}
+
+func mismatch(a, b receipt.Bindings) string {
+	switch {
+	case a.ScopeDigest != b.ScopeDigest:
+		return "scope"
+	case a.RequestDigest != b.RequestDigest:
+		return "request"
+	case a.PlanDigest != b.PlanDigest:
+		return "plan"
+	}
+	return ""
+}
+
+// awaitingApproval starts the stage of a job parked for approval.
+const awaitingApproval = "Awaiting fresh approval"
+
+// awaitApproval parks a job that needs fresh approval: deferred until
+// `layover approve` wakes it, or blocked when resume_by comes first.
+func (h *Host) awaitApproval(ctx context.Context, j job.Job, now time.Time) {
+	until := j.ResumeBy.Add(-time.Minute)
+	if j.ResumeBy.IsZero() || !until.After(now) {
+		h.block(ctx, j, "fresh approval still missing at resume_by", nil)
+		return
+	}
+	h.apply(ctx, j, job.Change{To: job.Deferred, Reason: "awaiting fresh approval", Mutate: func(x *job.Job) {
+		x.RunAt = until
+		x.Stage = awaitingApproval + " (layover approve " + x.ID + ")"
+		releaseLease(x)
+	}})
+}
+
+// pace holds a resume until its keys' resume rate allows it. It reports
+// false when ctx ended first.
+func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
+	interval := time.Duration(float64(time.Second) / h.cfg.ResumeRate)
+	for _, k := range keys {
+		h.mu.Lock()
+		now := h.cfg.Clock.Now()
+		slot := h.lastRes[k].Add(interval)
+		if slot.Before(now) {
+			slot = now
+		}
+		h.lastRes[k] = slot
+		h.mu.Unlock()
+		if d := slot.Sub(now); d > 0 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-h.cfg.Clock.After(d):
+			}
+		}
+	}
+	return true
+}
+
+// resumeArgv is the command of a resume: the resume command with
+// {session_id} filled in when one is set and the session is known, else the
+// job's own argv.
+func (h *Host) resumeArgv(j job.Job) []string {
+	rc := j.Spec.ResumeCmd
+	if rc == "" || (strings.Contains(rc, "{session_id}") && j.SessionID == "") {
+		return j.Spec.Argv
+	}
+	return []string{h.cfg.Shell, "-c", strings.ReplaceAll(rc, "{session_id}", shellQuote(j.SessionID))}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
