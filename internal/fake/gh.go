@@ -10,11 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -279,7 +277,7 @@ func (c *ghCLI) printRequestError(err error) int {
 	return ghExitError
 }
 
-var jsonContentRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[/+]json(;|$)`) })
+var jsonContentRE = lazyRegexp{expr: `[/+]json(;|$)`}
 
 // ---- gh api ----
 
@@ -433,7 +431,7 @@ func (c *ghCLI) api(args []string) int {
 		fmt.Fprintln(c.stderr, err)
 		return ghExitError
 	}
-	isJSON := jsonContentRE().MatchString(resp.Header.Get("Content-Type"))
+	isJSON := jsonContentRE.get().MatchString(resp.Header.Get("Content-Type"))
 	var serverError string
 	if isJSON && (isGraphQL || resp.StatusCode >= 400) {
 		serverError, err = parseAPIError(respBody, resp.StatusCode)
@@ -493,17 +491,17 @@ func (c *ghCLI) magicValue(v string) (any, error) {
 	return c.fillPlaceholders(v)
 }
 
-var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[:{](owner|repo)\b}?`) })
+var placeholderRE = lazyRegexp{expr: `[:{](owner|repo)\b}?`}
 
 func (c *ghCLI) fillPlaceholders(v string) (string, error) {
-	if !placeholderRE().MatchString(v) {
+	if !placeholderRE.get().MatchString(v) {
 		return v, nil
 	}
 	owner, name, err := c.repo("")
 	if err != nil {
 		return v, err
 	}
-	return placeholderRE().ReplaceAllStringFunc(v, func(m string) string {
+	return placeholderRE.get().ReplaceAllStringFunc(v, func(m string) string {
 		if strings.Contains(m, "owner") {
 			return owner
 		}
@@ -612,7 +610,7 @@ func parseAPIError(body []byte, status int) (string, error) {
 	return strings.Join(msgs, "\n"), nil
 }
 
-var ssoHeaderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\burl=([^;]+)`) })
+var ssoHeaderRE = lazyRegexp{expr: `\burl=([^;]+)`}
 
 // ssoURL is the authorization URL of an X-GitHub-SSO "required" header.
 func ssoURL(h http.Header) string {
@@ -620,7 +618,7 @@ func ssoURL(h http.Header) string {
 	if !strings.HasPrefix(v, "required;") {
 		return ""
 	}
-	if m := ssoHeaderRE().FindStringSubmatch(v); m != nil {
+	if m := ssoHeaderRE.get().FindStringSubmatch(v); m != nil {
 		return strings.TrimSpace(m[1])
 	}
 	return ""
@@ -632,7 +630,7 @@ func ssoURL(h http.Header) string {
 // "HTTP <status>: <message> (<URL>)", further messages on their own lines.
 func httpError(resp *http.Response, body []byte) string {
 	msg := resp.Status
-	if jsonContentRE().MatchString(resp.Header.Get("Content-Type")) {
+	if jsonContentRE.get().MatchString(resp.Header.Get("Content-Type")) {
 		msg = ""
 		var parsed struct {
 			Message string            `json:"message"`
@@ -1148,9 +1146,7 @@ type jqStep struct {
 	iterate bool
 }
 
-var jqStepRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:\.([A-Za-z_][A-Za-z0-9_]*)|\.?\[(-?\d+)\]|\.?\[\])`)
-})
+var jqStepRE = lazyRegexp{expr: `^(?:\.([A-Za-z_][A-Za-z0-9_]*)|\.?\[(-?\d+)\]|\.?\[\])`}
 
 func parseJQPath(expr string) ([]jqStep, error) {
 	e := strings.TrimSpace(expr)
@@ -1162,7 +1158,7 @@ func parseJQPath(expr string) ([]jqStep, error) {
 	}
 	var steps []jqStep
 	for e != "" {
-		m := jqStepRE().FindStringSubmatch(e)
+		m := jqStepRE.get().FindStringSubmatch(e)
 		if m == nil {
 			return nil, fmt.Errorf("fake gh: unsupported --jq expression %q (only paths like .a.b[0] are)", expr)
 		}

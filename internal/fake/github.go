@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,23 +48,30 @@ const (
 	SAMLEnforcedSSOURL = "https://github.com/orgs/octo-org/sso?authorization_request=AZ1fakeSSOrequest"
 )
 
-// anonymousLimits are GitHub's limits for unauthenticated callers, shared by
-// every caller without a token (GitHub keys them by IP address).
-var anonymousLimits = map[string]int64{
-	ResourceCore:                60,
-	ResourceSearch:              10,
-	ResourceGraphQL:             0,
-	ResourceCodeSearch:          10,
-	ResourceIntegrationManifest: 5000,
+// anonymousLimit is GitHub's limit of resource for unauthenticated callers,
+// shared by every caller without a token (GitHub keys them by IP address).
+func anonymousLimit(resource string) int64 {
+	switch resource {
+	case ResourceCore:
+		return 60
+	case ResourceSearch, ResourceCodeSearch:
+		return 10
+	case ResourceIntegrationManifest:
+		return 5000
+	}
+	return 0
 }
 
-// defaultLimits are a user token's limits.
-var defaultLimits = map[string]int64{
-	ResourceCore:                5000,
-	ResourceSearch:              30,
-	ResourceGraphQL:             5000,
-	ResourceCodeSearch:          10,
-	ResourceIntegrationManifest: 5000,
+// defaultLimits are a user token's limits. A function, not a map variable:
+// the package does no work at initialisation (see internal/fake's doc).
+func defaultLimits() map[string]int64 {
+	return map[string]int64{
+		ResourceCore:                5000,
+		ResourceSearch:              30,
+		ResourceGraphQL:             5000,
+		ResourceCodeSearch:          10,
+		ResourceIntegrationManifest: 5000,
+	}
 }
 
 // rateLimitOrder is the order of the first resources in GET /rate_limit;
@@ -213,7 +219,7 @@ func NewGitHub(cfg GitHubConfig) *GitHub {
 	if g.userID == 0 {
 		g.userID = 1
 	}
-	for r, n := range defaultLimits {
+	for r, n := range defaultLimits() {
 		g.limits[r] = n
 	}
 	for r, n := range cfg.Limits {
@@ -449,8 +455,8 @@ func (g *GitHub) answer(r *http.Request, token string, reqBody []byte) reply {
 			Login string `json:"login"`
 			ID    int64  `json:"id"`
 		}{g.login, g.userID})))
-	case r.Method == http.MethodPost && pullsPathRE().MatchString(path):
-		m := pullsPathRE().FindStringSubmatch(path)
+	case r.Method == http.MethodPost && pullsPathRE.get().MatchString(path):
+		m := pullsPathRE.get().FindStringSubmatch(path)
 		status, body := g.createPull(m[1], m[2], path, reqBody, now)
 		return finish(g.jsonReply(status, b, resource, now, body))
 	case resource == ResourceSearch || resource == ResourceCodeSearch:
@@ -472,7 +478,7 @@ func (g *GitHub) answer(r *http.Request, token string, reqBody []byte) reply {
 	}{r.Method, path})))
 }
 
-var pullsPathRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`) })
+var pullsPathRE = lazyRegexp{expr: `^/repos/([^/]+)/([^/]+)/pulls$`}
 
 // routeResource names the resource a request to path is charged to.
 func routeResource(method, path string) string {
@@ -495,7 +501,7 @@ func (g *GitHub) bucketLocked(token, resource string, now time.Time) *bucket {
 	if b == nil {
 		limit := g.limits[resource]
 		if token == "" {
-			limit = anonymousLimits[resource]
+			limit = anonymousLimit(resource)
 		}
 		b = &bucket{limit: limit}
 		g.buckets[k] = b
