@@ -86,7 +86,7 @@ func (h *Host) startReady(ctx context.Context, j job.Job) {
 		if err == nil {
 			now := h.cfg.Clock.Now()
 			if s, ok := latestExhausted(states, now); ok {
-				h.deferJob(ctx, j, waitFromState(s), nil, keys)
+				h.deferJob(ctx, j, h.waitFromState(s), nil, keys)
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
@@ -38,8 +39,13 @@ type wait struct {
 	Why  string
 }
 
-func waitFromState(s quota.State) wait {
-	w := wait{Key: s.Key, Provider: "github", Why: "quota wait: " + s.Resource + " exhausted"}
+// waitFromState is the wait of a key its state says is exhausted (or
+// short); the key's provider is the registry's (provider/registry).
+func (f *Jobs) waitFromState(s quota.State) wait {
+	w := wait{Key: s.Key, Why: "quota wait: " + s.Resource + " exhausted"}
+	if p, ok := f.providers.OfKey(s.Key); ok {
+		w.Provider = p.Name
+	}
 	if s.ResetKnown {
 		w.ResetAt = s.ResetAt
 	}
@@ -52,8 +58,10 @@ func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []q
 	now := h.cfg.Clock.Now()
 	w := wait{Provider: o.Provider, Secondary: o.Class == provider.ClassSecondary, ResetAt: o.ResetAt}
 	resource := o.Resource
-	if resource == "" {
-		resource = "core"
+	if p, ok := registry.Lookup(o.Provider); ok && resource == "" {
+		// The resource a limit is recorded under when the evidence names
+		// none (GitHub's core).
+		resource = p.DefaultResource
 	}
 	w.Key = quota.Key{Resource: resource}
 	for _, k := range keys {
@@ -85,17 +93,10 @@ func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []q
 	return w
 }
 
-// receiptReason maps a wait to the receipt reasons of docs/receipt.md (Fields).
+// receiptReason maps a wait to the receipt reasons of docs/receipt.md
+// (Reasons), as the wait's provider says (registry.ReceiptReason).
 func receiptReason(w wait) receipt.Reason {
-	switch {
-	case w.Secondary:
-		return receipt.ProviderSecondaryLimit
-	case w.Provider != "github" && w.Provider != "":
-		return receipt.ProviderQuota
-	case w.Key.Resource == "graphql":
-		return receipt.GraphQLReserve
-	}
-	return receipt.RESTReserve
+	return registry.ReceiptReason(w.Provider, w.Key.Resource, w.Secondary)
 }
 
 // deferJob records a deferral. A declared reset yields a receipt with

@@ -77,3 +77,17 @@ func (f *Jobs) shell(ctx context.Context, j job.Job, command string, extra []str
 	}
 	return 0, out.Bytes(), nil
 }
+
+// envLookup reads a variable from env (NAME=value entries, the last one
+// winning), "" when it is not set.
+func envLookup(env []string) func(string) string {
+	return func(name string) string {
+		v := ""
+		for _, kv := range env {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+				v = val
+			}
+		}
+		return v
+	}
+}

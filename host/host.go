@@ -25,7 +25,8 @@ type Store = store.Store
 
 // Quotas resolves a job's quota names and reads their state.
 type Quotas interface {
-	// Keys resolves names ("github", "github:core") to keys.
+	// Keys resolves quota names (PROVIDER[:RESOURCE], as --quota takes
+	// them) to keys.
 	Keys(ctx context.Context, names []string) ([]quota.Key, error)
 	// Fresh reads the current state of keys from the provider (for GitHub
 	// its free /rate_limit), records it in the ledger and returns it. An

@@ -13,6 +13,7 @@ import (
 
 	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
@@ -28,6 +29,10 @@ import (
 type Jobs struct {
 	cfg Config
 	st  Store
+	// providers finds a quota key's provider: the API hosts of
+	// provider/registry, and those the environment's base-URL variables
+	// name (GITHUB_API_URL, …).
+	providers *registry.Hosts
 	// live reports whether a running durable host will wake a deferral
 	// recorded now: set by the Host that embeds this Jobs; nil asks the
 	// store for a live host.
@@ -60,7 +65,7 @@ func NewJobs(cfg Config) (*Jobs, error) {
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
 	}
-	return &Jobs{cfg: cfg, st: cfg.Store}, nil
+	return &Jobs{cfg: cfg, st: cfg.Store, providers: registry.NewHosts(envLookup(cfg.Env))}, nil
 }
 
 // idPattern is what a job id may look like: safe in paths and shells.

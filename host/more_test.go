@@ -10,6 +10,8 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
 )
 
 func TestMissingEnvironmentBlocks(t *testing.T) {
@@ -113,5 +115,37 @@ func TestPriorityRunsFirst(t *testing.T) {
 	b.awaitState("low", job.Complete)
 	if strings.Join(order, ",") != "high,mid,low" {
 		t.Fatalf("order %v", order)
+	}
+}
+
+// anthropicQuotas resolves every quota name to one Anthropic key.
+type anthropicQuotas struct{}
+
+var anthropicKey = quota.Key{Host: "api.anthropic.com", Principal: "org-1", Resource: "tokens"}
+
+func (anthropicQuotas) Keys(context.Context, []string) ([]quota.Key, error) {
+	return []quota.Key{anthropicKey}, nil
+}
+
+func (anthropicQuotas) Fresh(context.Context, []quota.Key) ([]quota.State, error) {
+	return nil, errors.New("no free read")
+}
+
+// The host finds a key's provider in the registry: a job whose Anthropic
+// key is already in a Quota wait is deferred with a provider-quota receipt,
+// not GitHub's rest-reserve.
+func TestLedgerWaitOfAnotherProviderDefersAsItsQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *host.Config) { c.Quotas = anthropicQuotas{} })
+	reset := t0.Add(20 * time.Minute)
+	if err := b.st.RecordStates(context.Background(), []quota.State{{Key: anthropicKey, Limit: 1000, Remaining: 0,
+		ResetAt: reset, ResetKnown: true, ObservedAt: t0, Cause: quota.CauseExhausted}}); err != nil {
+		t.Fatal(err)
+	}
+	b.submit("j", job.Spec{Quota: []string{"anthropic"}})
+	j := b.awaitState("j", job.Deferred)
+	rcs := decodeReceipts(t, b.history("j"))
+	if len(rcs) != 1 || rcs[0].Reason != receipt.ProviderQuota || b.script.count() != 0 {
+		t.Fatalf("deferred %+v with receipts %+v after %d runs; want one provider-quota receipt and no run", j, rcs, b.script.count())
 	}
 }

@@ -124,11 +124,11 @@ func (h *Host) stillShort(ctx context.Context, keys []quota.Key, now time.Time) 
 	}
 	states = slices.DeleteFunc(states, func(s quota.State) bool { return !slices.Contains(keys, s.Key) })
 	if s, ok := latestExhausted(states, now); ok {
-		return waitFromState(s), true
+		return h.waitFromState(s), true
 	}
 	for _, s := range states {
 		if s.BelowReserve(now, h.cfg.Policy.Reserve.For(s.Resource, s.Limit)) {
-			w := waitFromState(s)
+			w := h.waitFromState(s)
 			w.Why = "reserve still short: " + s.Resource + " has " + strconv.FormatInt(s.Remaining, 10) + " left"
 			return w, true
 		}

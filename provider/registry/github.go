@@ -9,6 +9,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
 )
 
 // gitHub is GitHub's REST and GraphQL APIs and gh (docs/provider-signals.md
@@ -45,6 +46,12 @@ var gitHub = &Provider{
 		"dependency_snapshots", "dependency_sbom", "audit_log"},
 	Defaults:        []string{"core", "graphql"},
 	DefaultResource: "core",
+	ReserveReason: func(resource string) receipt.Reason {
+		if resource == "graphql" {
+			return receipt.GraphQLReserve
+		}
+		return receipt.RESTReserve
+	},
 }
 
 // gitHubResource names the GitHub resource req is charged to, from its

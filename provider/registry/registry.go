@@ -22,6 +22,7 @@ import (
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/internal/llm"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
 )
 
 // Auto names the classifier that asks every CLI's (agentcli.ClassifyAuto):
@@ -60,6 +61,24 @@ type Provider struct {
 	// DefaultResource is the resource a limit is recorded under when its
 	// evidence names none.
 	DefaultResource string
+	// ReserveReason is the receipt reason (docs/receipt.md, Reasons) of a
+	// deferral on resource, its primary exhaustion or a reserve still
+	// short: GitHub's rest-reserve and graphql-reserve. nil:
+	// receipt.ProviderQuota.
+	ReserveReason func(resource string) receipt.Reason
+}
+
+// ReceiptReason is the receipt reason of a deferral on resource of the
+// provider named name: receipt.ProviderSecondaryLimit for a secondary
+// limit, else the provider's ReserveReason, else receipt.ProviderQuota.
+func ReceiptReason(name, resource string, secondary bool) receipt.Reason {
+	if secondary {
+		return receipt.ProviderSecondaryLimit
+	}
+	if p, ok := Lookup(name); ok && p.ReserveReason != nil {
+		return p.ReserveReason(resource)
+	}
+	return receipt.ProviderQuota
 }
 
 // API is how a provider's HTTP API is reached, keyed and read.
@@ -261,6 +280,19 @@ func NewHosts(getenv func(string) string) *Hosts {
 		}
 	}
 	return h
+}
+
+// OfKey returns the provider whose quota k is: the API whose host is
+// k.Host (Provider), else the agent CLI whose name is k.Host (an agent
+// CLI's own quotas are keyed by its name); false for neither.
+func (h *Hosts) OfKey(k quota.Key) (*Provider, bool) {
+	if p, ok := h.Provider(k.Host); ok {
+		return p, true
+	}
+	if p, ok := Lookup(k.Host); ok && p.API == nil {
+		return p, true
+	}
+	return nil, false
 }
 
 // Provider returns the provider whose API host is, by NewHosts' index or a

@@ -11,6 +11,7 @@ import (
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/receipt"
 )
 
 var now = time.Date(2026, 8, 5, 12, 0, 0, 0, time.UTC)
@@ -157,6 +158,49 @@ func TestHosts(t *testing.T) {
 	// A base URL that cannot be used names no host.
 	if p, ok := registry.NewHosts(env("ANTHROPIC_BASE_URL", "ftp://x")).Provider("x"); ok {
 		t.Errorf("an unusable base URL's host is %s's", p.Name)
+	}
+}
+
+// A key's provider is its API host's, or the agent CLI its host names.
+func TestOfKey(t *testing.T) {
+	t.Parallel()
+	hosts := registry.NewHosts(env("GITHUB_API_URL", "https://ghes.example.com/api/v3"))
+	for host, want := range map[string]string{
+		"api.github.com": "github", "ghes.example.com": "github", "api.anthropic.com": "anthropic",
+		"claude-code": "claude-code", "gemini-cli": "gemini-cli", "github": "", "example.com": "", "": "",
+	} {
+		got := ""
+		if p, ok := hosts.OfKey(quota.Key{Host: host, Principal: "p", Resource: "r"}); ok {
+			got = p.Name
+		}
+		if got != want {
+			t.Errorf("OfKey(host %q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+// The receipt reasons of docs/receipt.md (Reasons): GitHub's reserve
+// reasons by resource, provider-quota for every other provider, and
+// provider-secondary-limit for any secondary limit.
+func TestReceiptReason(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		provider, resource string
+		secondary          bool
+		want               receipt.Reason
+	}{
+		{"github", "core", false, receipt.RESTReserve},
+		{"github", "search", false, receipt.RESTReserve},
+		{"github", "graphql", false, receipt.GraphQLReserve},
+		{"github", "core", true, receipt.ProviderSecondaryLimit},
+		{"anthropic", "tokens", false, receipt.ProviderQuota},
+		{"claude-code", "five_hour", false, receipt.ProviderQuota},
+		{"anthropic", "requests", true, receipt.ProviderSecondaryLimit},
+		{"", "core", false, receipt.ProviderQuota},
+	} {
+		if got := registry.ReceiptReason(tt.provider, tt.resource, tt.secondary); got != tt.want {
+			t.Errorf("ReceiptReason(%q, %q, %v) = %s, want %s", tt.provider, tt.resource, tt.secondary, got, tt.want)
+		}
 	}
 }
 
