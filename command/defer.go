@@ -45,12 +45,16 @@ func (r *runner) providerOf(key quota.Key) (name string, named bool) {
 }
 
 // maybeDefer ends the run with a receipt instead of a wait until `until`,
-// when Defer asks for it and the provider declared the reset: done reports
+// when Defer asks for it and the provider declared the reset (resume.Reset;
+// the receipt's window takes resume's jitter, the one drawn for the wait,
+// so a receipt never describes a wait other than the one weighed against
+// DeferAfter): done reports
 // that the run must end with err, a *DeferredError on success. Without a
 // declared reset, or with one more than 24 h away, it leaves the wait to
 // the caller (which may refuse it under the cap) and says why.
-func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until time.Time, secondary bool) (bool, error) {
+func (r *runner) maybeDefer(ctx context.Context, key quota.Key, resume quota.Resume, until time.Time, secondary bool) (bool, error) {
 	c := r.c
+	reset := resume.Reset
 	if !c.Defer {
 		return false, nil
 	}
@@ -81,8 +85,9 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, reset, until tim
 	default:
 		spec.Quota = []string{github.Provider + ":" + key.Resource}
 	}
-	// The receipt's jitter is drawn once, here, and handed over as data.
-	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset, Jitter: r.p.DrawJitter(c.Rand)}
+	// The receipt's jitter is the one drawn for this wait (until holds it
+	// too), handed over as data: never a second draw.
+	d := host.Deferral{Key: key, Provider: prov, Secondary: secondary, ResetAt: reset, Jitter: resume.Jitter}
 	jobs, err := host.NewJobs(host.Config{Store: c.Store, Clock: c.Clock, Policy: r.p, Rand: c.Rand, Env: c.Environ})
 	if err != nil {
 		return true, err

@@ -250,12 +250,13 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		switch out.Class {
 		case provider.ClassQuota:
-			state, until, err := r.recordExhaustion(ctx, out)
+			state, resume, err := r.recordExhaustion(ctx, out)
 			if err != nil {
 				return err
 			}
+			until := resume.At()
 			if state.ResetKnown {
-				if done, err := r.maybeDefer(ctx, state.Key, state.ResetAt, until, false); done {
+				if done, err := r.maybeDefer(ctx, state.Key, resume, until, false); done {
 					return err
 				}
 			}
@@ -273,7 +274,10 @@ func (r *runner) loop(ctx context.Context) error {
 			now := r.c.Clock.Now()
 			until := quota.RerunAt(now, quota.AddSat(now, r.p.SecondaryDelay(out.RetryAfter)))
 			if out.RetryAfter >= 0 {
-				if done, err := r.maybeDefer(ctx, key, quota.AddSat(now, out.RetryAfter), until, true); done {
+				// A receipt's window adds the margin and a jitter to the
+				// stated wait: drawn here, once, for it.
+				resume := r.p.Resume(quota.AddSat(now, out.RetryAfter), r.c.Rand)
+				if done, err := r.maybeDefer(ctx, key, resume, until, true); done {
 					return err
 				}
 			}
@@ -304,9 +308,10 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 			return nil
 		}
 		blocking := &b.State
-		until := r.p.ResumeAt(blocking.ResetAt, r.c.Rand)
+		resume := r.p.Resume(blocking.ResetAt, r.c.Rand)
+		until := resume.At()
 		if blocking.ResetKnown {
-			if done, err := r.maybeDefer(ctx, blocking.Key, blocking.ResetAt, until, false); done {
+			if done, err := r.maybeDefer(ctx, blocking.Key, resume, until, false); done {
 				return err
 			}
 		}
@@ -367,15 +372,15 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 
 // recordExhaustion learns when the exhausted quota resets, from the failure
 // itself or GitHub's free /rate_limit, records the Quota wait in the ledger
-// and returns the state and when to run again. A reset it cannot learn is
-// assumed Policy.UnknownReset ahead.
+// and returns the state and when to run again, its jitter drawn once. A
+// reset it cannot learn is assumed Policy.UnknownReset ahead.
 //
 // The room-again rule: a stated reset that has already passed, or a quota
 // that has room right after a failure, is run again after the margin, once;
 // found again before a reset ahead is seen, the provider's reset is stale
 // and every later failure waits the assumed reset instead of re-running
 // the command every margin.
-func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
+func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (quota.State, quota.Resume, error) {
 	if out.Provider != github.Provider {
 		return r.recordAgentExhaustion(ctx, out)
 	}
@@ -405,13 +410,13 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 			}
 		}
 		if err := r.c.Store.RecordStates(ctx, fresh); err != nil {
-			return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+			return quota.State{}, quota.Resume{}, &StoreError{Op: "write", Err: err}
 		}
 		// The quota already has room: the reset came between the failure
 		// and the check. Run again after the margin, once.
 		if room && state.ResetAt.IsZero() && !r.staleReset {
 			r.staleReset = true
-			return quota.State{Key: r.gh.Key(resource)}, p.ResumeAt(r.c.Clock.Now(), r.c.Rand), nil
+			return quota.State{Key: r.gh.Key(resource)}, p.Resume(r.c.Clock.Now(), r.c.Rand), nil
 		}
 	}
 	now := r.c.Clock.Now()
@@ -432,9 +437,9 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 	state.Key = r.gh.Key(resource)
 	state.ObservedAt, state.ObservedBy = now, r.c.Hostname
 	if err := r.c.Store.RecordStates(ctx, []quota.State{state}); err != nil {
-		return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+		return quota.State{}, quota.Resume{}, &StoreError{Op: "write", Err: err}
 	}
-	return state, p.ResumeAt(state.ResetAt, r.c.Rand), nil
+	return state, p.Resume(state.ResetAt, r.c.Rand), nil
 }
 
 // keyFor is the quota key a failure names: the GitHub target's for gh, else
@@ -449,7 +454,7 @@ func (r *runner) keyFor(out provider.Outcome) quota.Key {
 
 // recordAgentExhaustion records an agent CLI's exhaustion from what its
 // output declared; an unknown reset is assumed Policy.UnknownReset ahead.
-func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome) (quota.State, time.Time, error) {
+func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome) (quota.State, quota.Resume, error) {
 	p := r.p
 	now := r.c.Clock.Now()
 	state := quota.State{Key: r.keyFor(out), Limit: out.Limit, Remaining: 0, Source: quota.SourceRejected,
@@ -465,9 +470,9 @@ func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome
 		state.RawReset = out.ResetAt.Unix()
 	}
 	if err := r.c.Store.RecordStates(ctx, []quota.State{state}); err != nil {
-		return quota.State{}, time.Time{}, &StoreError{Op: "write", Err: err}
+		return quota.State{}, quota.Resume{}, &StoreError{Op: "write", Err: err}
 	}
-	return state, p.ResumeAt(state.ResetAt, r.c.Rand), nil
+	return state, p.Resume(state.ResetAt, r.c.Rand), nil
 }
 
 // nextArgv is what runs after a wait: the resume command with the failed

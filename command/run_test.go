@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -413,6 +414,33 @@ func TestRunDefersWithAReceipt(t *testing.T) {
 			t.Fatalf("ended %+v, %v; want no receipt and the cap's refusal\n%s", e.res, e.err, w.stderr.String())
 		}
 	})
+	t.Run("one jitter", func(t *testing.T) {
+		t.Parallel()
+		// The first draw is the whole jitter, every later one none: the
+		// wait --defer-after weighs and the receipt's resume_after must
+		// both hold the first, drawn once for this wait.
+		w := newWorld(t)
+		reset := start.Add(10 * time.Minute)
+		w.exhaustedFor(reset)
+		argv, runs := script(t, "primary")
+		cfg := w.config(argv)
+		cfg.Policy.Jitter = time.Minute
+		cfg.Rand = &firstDrawTop{}
+		cfg.Defer, cfg.DeferAfter = true, 11*time.Minute+30*time.Second // reset + margin + half the jitter
+		e := w.drive(cfg, runs, nil)
+		var de *command.DeferredError
+		if !errors.As(e.err, &de) {
+			t.Fatalf("ended %+v, %v, waits %v; want a deferral", e.res, e.err, e.waits)
+		}
+		rc, err := receipt.Decode(de.Receipt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := reset.Add(2 * time.Minute) // reset + margin + the first draw
+		if !rc.ResumeAfter().Equal(want) || !de.ResumeAt.Equal(want) {
+			t.Errorf("resume_after %v, resume at %v; want %v, the jitter the deferral was decided on", rc.ResumeAfter(), de.ResumeAt, want)
+		}
+	})
 	t.Run("within defer-after", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
@@ -425,4 +453,21 @@ func TestRunDefersWithAReceipt(t *testing.T) {
 			t.Fatalf("ended %+v, %v, waits %v; want the wait waited in process", e.res, e.err, e.waits)
 		}
 	})
+}
+
+// firstDrawTop is a quota.Rand whose first draw is the top of its range and
+// every later one 0.
+type firstDrawTop struct {
+	mu    sync.Mutex
+	drawn bool
+}
+
+func (r *firstDrawTop) Int64N(n int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.drawn {
+		return 0
+	}
+	r.drawn = true
+	return n - 1
 }
