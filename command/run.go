@@ -404,7 +404,7 @@ func (r *runner) recordExhaustion(ctx context.Context, out provider.Outcome) (qu
 				state.Limit = s.Limit
 				if s.Depleted() {
 					state.ResetAt, state.ResetKnown, state.RawReset = s.ResetAt, true, s.RawReset
-				} else {
+				} else if s.HasRoom() {
 					room = true
 				}
 			}

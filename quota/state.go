@@ -84,3 +84,9 @@ func (s State) Exhausted(now time.Time) bool {
 func (s State) BelowReserve(now time.Time, reserve int64) bool {
 	return !s.Expired(now) && s.Remaining >= 0 && s.Remaining < reserve
 }
+
+// HasRoom reports whether the observation itself says units remain: a
+// known remaining count above 0, and no rejection.
+func (s State) HasRoom() bool {
+	return s.Remaining > 0 && s.Cause != CauseExhausted
+}

@@ -84,3 +84,38 @@ func TestStateAtReset(t *testing.T) {
 		})
 	}
 }
+
+func TestStateDepletedAndRoom(t *testing.T) {
+	t.Parallel()
+
+	reset := t0.Add(time.Hour)
+	rejected := state(quota.Unknown, reset)
+	rejected.Cause = quota.CauseExhausted
+	rejectedWithCount := state(7, reset)
+	rejectedWithCount.Cause = quota.CauseExhausted
+	tests := []struct {
+		name           string
+		state          quota.State
+		depleted, room bool
+	}{
+		{"none left", state(0, reset), true, false},
+		{"one left", state(1, reset), false, true},
+		{"remaining unknown", state(quota.Unknown, reset), false, false},
+		{"rejected, remaining unknown", rejected, true, false},
+		{"rejected although a count remains", rejectedWithCount, true, false},
+		// Neither asks the clock: a passed reset is Exhausted's question.
+		{"none left, reset passed", state(0, t0.Add(-time.Hour)), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			if got := tt.state.Depleted(); got != tt.depleted {
+				t.Errorf("Depleted = %v, want %v", got, tt.depleted)
+			}
+			if got := tt.state.HasRoom(); got != tt.room {
+				t.Errorf("HasRoom = %v, want %v", got, tt.room)
+			}
+		})
+	}
+}
