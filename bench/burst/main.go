@@ -38,6 +38,7 @@ import (
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/sqlite"
 )
@@ -55,6 +56,9 @@ type result struct {
 	done        time.Duration // Start to the N-th completion
 	calls       int64
 	cpu         benchkit.CPU
+	// the loop's store calls during the drain
+	sweeps, claims, claimed, nextDue int64
+	sweepTime, claimTime             time.Duration
 }
 
 func main() {
@@ -93,9 +97,10 @@ func main() {
 	for i := range o.rounds {
 		r := round(o, i == 0)
 		rs = append(rs, r)
-		fmt.Printf("round %d: seeded in %s; Start to first call %s, to call %d %s (%.0f/s), to completion %d %s; calls %d; CPU %.0f%% of a core, others %.0f%%\n",
+		fmt.Printf("round %d: seeded in %s; Start to first call %s, to call %d %s (%.0f/s), to completion %d %s; calls %d; CPU %.0f%% of a core, others %.0f%%; loop: %d sweeps (%s), %d claims (%s) taking %d jobs, %d next-due reads\n",
 			i+1, r.seed.Round(time.Millisecond), benchkit.MS(r.first), o.jobs, benchkit.MS(r.last),
-			float64(o.jobs)/r.last.Seconds(), o.jobs, benchkit.MS(r.done), r.calls, 100*r.cpu.Mine(), 100*r.cpu.Other())
+			float64(o.jobs)/r.last.Seconds(), o.jobs, benchkit.MS(r.done), r.calls, 100*r.cpu.Mine(), 100*r.cpu.Other(),
+			r.sweeps, r.sweepTime.Round(time.Millisecond), r.claims, r.claimTime.Round(time.Millisecond), r.claimed, r.nextDue)
 	}
 	med := func(get func(r result) time.Duration) time.Duration {
 		v := make([]time.Duration, len(rs))
@@ -113,12 +118,39 @@ func main() {
 
 var profile *os.File
 
-// completions counts the completions the host has written.
+// completions counts the completions the host has written, and the
+// loop's store calls: sweeps, claims (and the jobs they took) and
+// next-due reads.
 type completions struct {
 	host.Store
 	n    atomic.Int64
 	want int64
 	all  chan time.Time
+
+	sweeps, claims, claimed, nextDue atomic.Int64
+	sweepNS, claimNS                 atomic.Int64
+}
+
+func (c *completions) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
+	t := time.Now()
+	res, err := c.Store.SweepJobs(ctx, now)
+	c.sweeps.Add(1)
+	c.sweepNS.Add(int64(time.Since(t)))
+	return res, err
+}
+
+func (c *completions) ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error) {
+	t := time.Now()
+	js, err := c.Store.ClaimJobs(ctx, hostID, now, lease, limit)
+	c.claimNS.Add(int64(time.Since(t)))
+	c.claims.Add(1)
+	c.claimed.Add(int64(len(js)))
+	return js, err
+}
+
+func (c *completions) NextJobDue(ctx context.Context) (time.Time, bool, error) {
+	c.nextDue.Add(1)
+	return c.Store.NextJobDue(ctx)
 }
 
 func (c *completions) ApplyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
@@ -232,6 +264,8 @@ func round(o options, first bool) result {
 	r.last = time.Duration(lastAt.Load() - start.UnixNano())
 	r.done = end.Sub(start)
 	r.calls = calls.Load()
+	r.sweeps, r.claims, r.claimed, r.nextDue = cs.sweeps.Load(), cs.claims.Load(), cs.claimed.Load(), cs.nextDue.Load()
+	r.sweepTime, r.claimTime = time.Duration(cs.sweepNS.Load()), time.Duration(cs.claimNS.Load())
 	return r
 }
 
