@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/layoverhq/layover/command"
-	hostpkg "github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/registry"
@@ -94,22 +93,20 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	policy := quota.DefaultPolicy()
 	policy.Reserve = o.Reserve
 	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}, Jobs: map[string]int{}, Hosts: []statusHost{}}
-	if js, ok := st.(hostpkg.Store); ok {
-		counts, err := js.CountJobs(ctx)
-		if err != nil {
-			return internalErr("read store: %v", err)
-		}
-		for state, n := range counts {
-			out.Jobs[string(state)] = n
-		}
-		hosts, err := js.Hosts(ctx)
-		if err != nil {
-			return internalErr("read store: %v", err)
-		}
-		for _, h := range hosts {
-			out.Hosts = append(out.Hosts, statusHost{ID: h.ID, Hostname: h.Hostname, LastSeen: jsonTime(h.LastSeen),
-				Live: h.Live(now)})
-		}
+	counts, err := st.CountJobs(ctx)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	for state, n := range counts {
+		out.Jobs[string(state)] = n
+	}
+	durable, err := st.Hosts(ctx)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	for _, h := range durable {
+		out.Hosts = append(out.Hosts, statusHost{ID: h.ID, Hostname: h.Hostname, LastSeen: jsonTime(h.LastSeen),
+			Live: h.Live(now)})
 	}
 	for _, s := range states {
 		q := statusQuota{Host: s.Host, Principal: s.Principal, Resource: s.Resource,
