@@ -40,7 +40,7 @@ func (h *Host) apply(ctx context.Context, j job.Job, ch job.Change) (job.Job, bo
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	out, err := h.st.ApplyJob(wctx, j.ID, j.Fence, ch)
+	out, err := h.applyJob(wctx, j.ID, j.Fence, ch)
 	if err != nil {
 		level := "error"
 		if errors.Is(err, job.ErrStaleFence) {

@@ -50,13 +50,17 @@ func Example_funcRunner() {
 		fmt.Println(err)
 		return
 	}
+	events := h.Subscribe(0) // the host's moves of its jobs, as it makes them
+	defer events.Close()
 	if _, _, err := h.Submit(context.Background(), "nightly-sync", job.Spec{Argv: []string{"sync"}}); err != nil {
 		fmt.Println(err)
 		return
 	}
 	<-done
-	for j, _ := st.Job(context.Background(), "nightly-sync"); j.State != job.Complete; j, _ = st.Job(context.Background(), "nightly-sync") {
-		time.Sleep(time.Millisecond)
+	for ev := range events.C() {
+		if ev.JobID == "nightly-sync" && ev.To == job.Complete {
+			break
+		}
 	}
 	h.Stop()
 

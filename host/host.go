@@ -298,6 +298,9 @@ func (h *Host) loop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Error("sweep", "err", err)
 		}
+		if swept != (store.SweepResult{}) {
+			h.publish(Event{At: now, Swept: swept})
+		}
 		if swept.Reclaimed > 0 && h.running() > 0 {
 			// The sweep may have taken back a job this host runs (its
 			// progress deadline passed): stop it now, not at the next

@@ -99,6 +99,25 @@ type bundle struct {
 	host   *host.Host
 	// ops is an operator's front door to the same store, as the CLI's.
 	ops *host.Jobs
+	// events merges the events of the host, ops and every host the test
+	// follows.
+	events chan host.Event
+}
+
+// follow merges f's events into b.events until the test ends.
+func (b *bundle) follow(f *host.Jobs) {
+	sub := f.Subscribe(4096)
+	done := make(chan struct{})
+	b.t.Cleanup(func() { close(done); sub.Close() })
+	go func() {
+		for ev := range sub.C() {
+			select {
+			case b.events <- ev:
+			case <-done:
+				return
+			}
+		}
+	}()
 }
 
 func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
@@ -124,6 +143,9 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 	if b.ops, err = host.NewJobs(host.Config{Store: st, Clock: b.clock}); err != nil {
 		t.Fatal(err)
 	}
+	b.events = make(chan host.Event, 4096)
+	b.follow(h.Jobs)
+	b.follow(b.ops)
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -141,21 +163,25 @@ func (b *bundle) submit(id string, spec job.Spec) {
 	}
 }
 
-// await polls the store until the job satisfies cond: the host's own
-// goroutines move it, so the test waits for the state it can observe.
+// await waits until the job satisfies cond: the host's own goroutines
+// move it, so the test reads the job once, then again on each event that
+// may have changed it (one of this job's, or a sweep's).
 func (b *bundle) await(id string, cond func(job.Job) bool, what string) job.Job {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	timeout := time.After(10 * time.Second)
 	for {
 		j, err := b.st.Job(context.Background(), id)
 		if err == nil && cond(j) {
 			return j
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("job %s never became %s; last: %+v (err %v)", id, what, j, err)
+		for changed := false; !changed; {
+			select {
+			case ev := <-b.events:
+				changed = ev.JobID == id || ev.JobID == ""
+			case <-timeout:
+				b.t.Fatalf("job %s never became %s; last: %+v (err %v)", id, what, j, err)
+			}
 		}
-		b.host.Nudge()
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -564,6 +590,7 @@ func TestHandoffWaitsForAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.follow(h2.Jobs)
 	b.clock.Advance(15 * time.Minute)
 	if err := h2.Start(context.Background()); err != nil {
 		t.Fatal(err)

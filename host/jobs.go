@@ -37,6 +37,7 @@ type Jobs struct {
 	// recorded now: set by the Host that embeds this Jobs; nil asks the
 	// store for a live host.
 	live func() bool
+	hub  hub // the subscriptions (Subscribe)
 }
 
 // NewJobs returns the front door to cfg.Store, which is required. It uses
@@ -93,7 +94,11 @@ func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, b
 		return job.Job{}, false, err
 	}
 	now := f.cfg.Clock.Now()
-	return f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
+	j, created, err := f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
+	if err == nil && created {
+		f.submitted(j)
+	}
+	return j, created, err
 }
 
 // Deferral is a wait a provider declared, for recording a job already
@@ -178,6 +183,7 @@ func (f *Jobs) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	if !created {
 		return stored, nil, fmt.Errorf("%w: job %s already exists (%s)", job.ErrConflict, id, stored.State)
 	}
+	f.submitted(stored)
 	return stored, rc, nil
 }
 
@@ -203,7 +209,7 @@ var notEnded = []job.State{job.Ready, job.Running, job.Deferred, job.Resumable, 
 // Cancel cancels a job that has not ended. A running job's process is
 // signalled by its host when the host's next heartbeat finds the lease gone.
 func (f *Jobs) Cancel(ctx context.Context, id string) (job.Job, error) {
-	return f.st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Cancelled, From: notEnded, Reason: "cancelled by the operator",
+	return f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Cancelled, From: notEnded, Reason: "cancelled by the operator",
 		Now: f.cfg.Clock.Now(), Mutate: func(x *job.Job) { x.Stage = "cancelled"; releaseLease(x) }})
 }
 
@@ -211,7 +217,7 @@ func (f *Jobs) Cancel(ctx context.Context, id string) (job.Job, error) {
 // awaiting approval wakes at once.
 func (f *Jobs) Approve(ctx context.Context, id string) (job.Job, error) {
 	now := f.cfg.Clock.Now()
-	return f.st.ApplyJob(ctx, id, job.NoFence, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
+	return f.applyJob(ctx, id, job.NoFence, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
 		x.Approved = true
 		if x.State == job.Deferred && strings.HasPrefix(x.Stage, awaitingApproval) {
 			x.RunAt = now
@@ -222,7 +228,7 @@ func (f *Jobs) Approve(ctx context.Context, id string) (job.Job, error) {
 // Unblock returns a blocked job to ready.
 func (f *Jobs) Unblock(ctx context.Context, id string) (job.Job, error) {
 	now := f.cfg.Clock.Now()
-	return f.st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
+	return f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
 		Mutate: func(x *job.Job) {
 			x.Stage, x.RunAt, x.Ownership, x.ResumeBy = "ready", now, job.NoOwnership, time.Time{}
 		}})
@@ -296,7 +302,7 @@ func (f *Jobs) Adopt(ctx context.Context, id string) (job.Job, *receipt.Receipt,
 	if err != nil {
 		return job.Job{}, nil, err
 	}
-	j, err = f.st.ApplyJob(ctx, id, job.NoFence, job.Change{To: job.Deferred, From: []job.State{job.Deferred}, Now: now,
+	j, err = f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Deferred, From: []job.State{job.Deferred}, Now: now,
 		Reason: "adopted by a live host", Receipt: &job.Receipt{JobID: id, JSON: data, IssuedAt: now},
 		Mutate: func(x *job.Job) {
 			x.Ownership, x.RunAt, x.ResumeBy = job.Retained, rc.ResumeAfter(), rc.ResumeBy()
@@ -316,7 +322,7 @@ func (f *Jobs) Checkpoint(ctx context.Context, id string, fence int64, stage str
 		return job.Job{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	now := f.cfg.Clock.Now()
-	return f.st.ApplyJob(ctx, id, fence, job.Change{From: []job.State{job.Running}, Now: now, Mutate: func(x *job.Job) {
+	return f.applyJob(ctx, id, fence, job.Change{From: []job.State{job.Running}, Now: now, Mutate: func(x *job.Job) {
 		x.Checkpoint = &job.Checkpoint{Stage: stage, Data: data, At: now}
 		x.Stage = stage
 		if x.Spec.ProgressTimeout > 0 {

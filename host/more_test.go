@@ -108,6 +108,7 @@ func TestPriorityRunsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.follow(h2.Jobs)
 	if err := h2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

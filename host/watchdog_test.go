@@ -233,6 +233,7 @@ func TestDueWorkThatCannotMoveDoesNotSpin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.follow(h.Jobs)
 	before := locked.count()
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,125 @@
+package host
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+)
+
+// Event is one change a Jobs (or the Host that embeds it) made to a job, or
+// one sweep of the Host's that moved jobs.
+type Event struct {
+	// JobID names the job; "" for a sweep's event.
+	JobID string
+	// From and To are the job's states before and after: From is "" for a
+	// submission, and equal to To for a change that moves no state (an
+	// approval, a checkpoint, a stage or session recorded).
+	From, To job.State
+	// Stage is the job's stage after the change; Reason the transition's
+	// reason ("" when the change records none).
+	Stage, Reason string
+	// At is the change's time, from the clock of the Jobs that made it.
+	At time.Time
+	// Swept counts what a sweep moved, for an event with no JobID. The
+	// store makes the sweep's moves in bulk and names no job: a subscriber
+	// that follows a job reads it again on such an event.
+	Swept store.SweepResult
+}
+
+// DefaultEventBuffer is the buffer of a subscription that names none.
+const DefaultEventBuffer = 256
+
+// Subscription receives the events of one Jobs, in the order it made
+// them, on C. Events are never waited for: when C's buffer is full, an
+// event is dropped for this subscription (and counted by Dropped), so a
+// slow subscriber never holds up the host. Close ends it. Safe for
+// concurrent use.
+type Subscription struct {
+	c       chan Event
+	jobs    *Jobs
+	dropped atomic.Int64
+	once    sync.Once
+}
+
+// C delivers the events; it is closed by Close.
+func (s *Subscription) C() <-chan Event { return s.c }
+
+// Dropped counts the events this subscription missed because its buffer
+// was full.
+func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
+
+// Close ends the subscription and closes C. Closing twice is a no-op.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		h := &s.jobs.hub
+		h.mu.Lock()
+		delete(h.subs, s)
+		close(s.c)
+		h.mu.Unlock()
+	})
+}
+
+// hub holds a Jobs' subscriptions.
+type hub struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// Subscribe returns a subscription to the events this Jobs makes from now
+// on, buffered for buffer events (DefaultEventBuffer when buffer <= 0).
+// Only this process's changes are events: another process's (a `layover
+// cancel`) reaches the store, not this subscription.
+func (f *Jobs) Subscribe(buffer int) *Subscription {
+	if buffer <= 0 {
+		buffer = DefaultEventBuffer
+	}
+	s := &Subscription{c: make(chan Event, buffer), jobs: f}
+	f.hub.mu.Lock()
+	if f.hub.subs == nil {
+		f.hub.subs = map[*Subscription]struct{}{}
+	}
+	f.hub.subs[s] = struct{}{}
+	f.hub.mu.Unlock()
+	return s
+}
+
+// publish hands ev to every subscription without waiting.
+func (f *Jobs) publish(ev Event) {
+	f.hub.mu.Lock()
+	defer f.hub.mu.Unlock()
+	for s := range f.hub.subs {
+		select {
+		case s.c <- ev:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// applyJob is the one way a Jobs (and its Host) changes a stored job: the
+// store applies ch, and the change is published as an event.
+func (f *Jobs) applyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
+	var from job.State
+	mutate := ch.Mutate
+	ch.Mutate = func(x *job.Job) {
+		// Mutate sees the job as stored, before the change's state.
+		from = x.State
+		if mutate != nil {
+			mutate(x)
+		}
+	}
+	out, err := f.st.ApplyJob(ctx, id, fence, ch)
+	if err == nil {
+		f.publish(Event{JobID: id, From: from, To: out.State, Stage: out.Stage, Reason: ch.Reason, At: ch.Now})
+	}
+	return out, err
+}
+
+// submitted publishes a new job's submission.
+func (f *Jobs) submitted(j job.Job) {
+	f.publish(Event{JobID: j.ID, To: j.State, Stage: j.Stage, Reason: job.ReasonSubmitted, At: j.CreatedAt})
+}
