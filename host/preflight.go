@@ -127,7 +127,7 @@ func (h *Host) stillShort(ctx context.Context, keys []quota.Key, now time.Time) 
 		return h.waitFromState(s), true
 	}
 	for _, s := range states {
-		if s.BelowReserve(now, h.cfg.Policy.Reserve.For(s.Resource, s.Limit)) {
+		if b, ok := h.cfg.Policy.Blocks(s, now); ok && b.Cause == quota.CauseBelowReserve {
 			w := h.waitFromState(s)
 			w.Why = "reserve still short: " + s.Resource + " has " + strconv.FormatInt(s.Remaining, 10) + " left"
 			return w, true
