@@ -5,6 +5,14 @@
 // another host (or the same one restarted) takes its jobs over once their
 // leases expire.
 //
+// # Front door
+//
+// Jobs is the one way in: Submit, SubmitDeferred, PrepareDeferred and the
+// operator's actions (Cancel, Approve, Unblock, Adopt, Checkpoint,
+// LiveHosts), built from a Config. A Host embeds its own Jobs. Subscribe
+// delivers the job events a Jobs and its Host apply, without ever making
+// the host wait for a slow subscriber (docs/lifecycle.md).
+//
 // # Lifecycle
 //
 // The states and moves are those of docs/lifecycle.md (see package job). A host claims due
