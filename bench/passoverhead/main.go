@@ -13,7 +13,7 @@
 //
 // Run it from anywhere inside the module:
 //
-//	go run ./bench/passoverhead [-n 200]
+//	go run ./bench/passoverhead [-n 200] [-compare OTHER-LAYOVER-BINARY]...
 package main
 
 import (
@@ -43,6 +43,12 @@ func main() {
 	n := flag.Int("n", 200, "rounds; each runs every command once")
 	warm := flag.Int("warmup", 10, "untimed rounds first")
 	keep := flag.Bool("keep", false, "keep the temporary folder and print how to run the commands by hand")
+	var compare []string
+	flag.Func("compare", "also time `BINARY` pass -- true in every round, on the same store (a layover built "+
+		"another way, or from other code that reads the same schema); repeatable", func(v string) error {
+		compare = append(compare, v)
+		return nil
+	})
 	flag.Parse()
 	if *n < 1 || *warm < 0 {
 		benchkit.Fail("want -n >= 1 and -warmup >= 0")
@@ -83,6 +89,16 @@ func main() {
 		{name: "/bin/true", argv: []string{"/bin/true"}},
 		{name: "oneread (Go, SQLite, one row)", argv: []string{oneread, db}},
 	}
+	for _, bin := range compare {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			benchkit.Fail("%v", err)
+		}
+		if code, _ := run(env, abs, "pass", "--", "false"); code != 0 {
+			benchkit.Fail("%s pass -- false exited %d; it should have skipped", bin, code)
+		}
+		cmds = append(cmds, bench{name: bin + " pass -- true", argv: []string{abs, "pass", "--", "true"}})
+	}
 	loadBefore := benchkit.Uptime()
 	for r := range *warm + *n {
 		for i := range cmds {
@@ -109,7 +125,11 @@ func main() {
 		fmt.Printf("%-32s %9s %9s %9s %11s\n", c.name, benchkit.MS(s[0]), benchkit.MS(benchkit.Pct(s, 50)),
 			benchkit.MS(benchkit.Pct(s, 90)), benchkit.MS(benchkit.Pct(slices.Sorted(slices.Values(c.cpu)), 50)))
 	}
-	for _, pair := range [][2]int{{0, 1}, {2, 1}, {0, 2}} {
+	pairs := [][2]int{{0, 1}, {2, 1}, {0, 2}}
+	for i := 3; i < len(cmds); i++ {
+		pairs = append(pairs, [2]int{i, 2}, [2]int{i, 0})
+	}
+	for _, pair := range pairs {
 		a, b := cmds[pair[0]], cmds[pair[1]]
 		fmt.Printf("median difference %s - %s: %s (CPU %s)\n", strings.Fields(a.name)[0], strings.Fields(b.name)[0],
 			benchkit.MS(medianDiff(a.times, b.times)), benchkit.MS(medianDiff(a.cpu, b.cpu)))
