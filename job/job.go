@@ -213,8 +213,9 @@ func (h Host) Live(now time.Time) bool {
 	return now.Sub(h.LastSeen) <= h.Lease
 }
 
-// NoFence, given to a store's ApplyJob in place of a claim's fence, skips
-// the fence check: an operator action, which holds no claim.
+// NoFence is the fence of a write that holds no claim (an operator's
+// action): given to a store's ApplyJob in place of a claim's fence, it
+// skips the fence check.
 const NoFence int64 = -1
 
 // Sentinel errors shared by the host and the stores.

@@ -284,7 +284,11 @@ func seed(ctx context.Context, st host.Store, o options, due time.Time) {
 	if err := st.RegisterHost(ctx, seeder); err != nil {
 		benchkit.Fail("seed: %v", err)
 	}
-	defer st.UnregisterHost(ctx, seeder.ID)
+	defer func() {
+		if err := st.UnregisterHost(ctx, seeder.ID); err != nil {
+			benchkit.Fail("seed: %v", err)
+		}
+	}()
 	jobs, err := host.NewJobs(host.Config{Store: st, Policy: p})
 	if err != nil {
 		benchkit.Fail("seed: %v", err)
