@@ -21,9 +21,9 @@ type Decision struct {
 // latest, since the pass cannot run before it. Otherwise a key below its
 // reserve refuses, again the latest reset first.
 func (p Policy) Admit(now time.Time, states []State) Decision {
-	b, ok := p.Blocking(now, states, Scheduled)
-	if !ok {
+	i, c, reserve := p.blocking(now, states, Scheduled)
+	if i < 0 {
 		return Decision{Admit: true}
 	}
-	return Decision{Blocking: b.State, Cause: b.Cause, Reserve: b.Reserve}
+	return Decision{Blocking: states[i], Cause: c, Reserve: reserve}
 }

@@ -66,27 +66,53 @@ func rank(c Cause) int {
 // CauseBelowReserve recorded with the state is not read: the reserve is the
 // caller's.
 func (p Policy) Blocks(s State, now time.Time) (Block, bool) {
-	if s.Expired(now) {
+	c, reserve := p.cause(&s, now)
+	if c == CauseNone {
 		return Block{}, false
+	}
+	return Block{State: s, Cause: c, Reserve: reserve}, true
+}
+
+// cause is Blocks' answer without copying the state: the cause (CauseNone
+// when nothing blocks) and the reserve compared.
+func (p Policy) cause(s *State, now time.Time) (Cause, int64) {
+	if s.Expired(now) {
+		return CauseNone, 0
 	}
 	reserve := p.Reserve.For(s.Resource, s.Limit)
 	switch {
 	case s.Depleted():
-		return Block{State: s, Cause: CauseExhausted, Reserve: reserve}, true
+		return CauseExhausted, reserve
 	case s.Remaining >= 0 && s.Remaining < reserve:
-		return Block{State: s, Cause: CauseBelowReserve, Reserve: reserve}, true
+		return CauseBelowReserve, reserve
 	}
-	return Block{}, false
+	return CauseNone, 0
 }
 
 // Blocking returns the block among states that holds back work of kind w at
 // now for longest (Block.Outranks): an exhausted key first, the latest reset
 // among several. ok is false when none holds it back.
-func (p Policy) Blocking(now time.Time, states []State, w Work) (b Block, ok bool) {
-	for _, s := range states {
-		if c, blocks := p.Blocks(s, now); blocks && c.Holds(w) && (!ok || c.Outranks(b)) {
-			b, ok = c, true
+func (p Policy) Blocking(now time.Time, states []State, w Work) (Block, bool) {
+	i, c, reserve := p.blocking(now, states, w)
+	if i < 0 {
+		return Block{}, false
+	}
+	return Block{State: states[i], Cause: c, Reserve: reserve}, true
+}
+
+// blocking is Blocking's choice as an index into states (-1 for none), its
+// cause and its reserve, so no state is copied until one is chosen.
+func (p Policy) blocking(now time.Time, states []State, w Work) (best int, cause Cause, reserve int64) {
+	best = -1
+	for i := range states {
+		c, r := p.cause(&states[i], now)
+		if c == CauseNone || !(Block{Cause: c}).Holds(w) {
+			continue
+		}
+		if best < 0 || rank(c) > rank(cause) ||
+			rank(c) == rank(cause) && states[i].ResetAt.After(states[best].ResetAt) {
+			best, cause, reserve = i, c, r
 		}
 	}
-	return b, ok
+	return best, cause, reserve
 }
