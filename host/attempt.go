@@ -85,8 +85,10 @@ func (h *Host) startReady(ctx context.Context, j job.Job) {
 		states, err := h.st.States(ctx, keys)
 		if err == nil {
 			now := h.cfg.Clock.Now()
-			if s, ok := latestExhausted(states, now); ok {
-				h.deferJob(ctx, j, h.waitFromState(s), nil, keys)
+			// A start is held back only by an exhaustion, as a running
+			// command is (docs/design.md, Who decides).
+			if b, ok := h.cfg.Policy.Blocking(now, states, quota.Running); ok {
+				h.deferJob(ctx, j, h.waitFromState(b.State), nil, keys)
 				return
 			}
 		}

@@ -14,17 +14,6 @@ import (
 	"github.com/layoverhq/layover/receipt"
 )
 
-func latestExhausted(states []quota.State, now time.Time) (quota.State, bool) {
-	var best quota.State
-	found := false
-	for _, s := range states {
-		if s.Exhausted(now) && (!found || s.ResetAt.After(best.ResetAt)) {
-			best, found = s, true
-		}
-	}
-	return best, found
-}
-
 // wait is a quota wait a job must sit out.
 type wait struct {
 	Key       quota.Key
@@ -82,9 +71,9 @@ func (h *Host) waitFromOutcome(ctx context.Context, o provider.Outcome, keys []q
 		defer cancel()
 		if fresh, err := h.cfg.Quotas.Fresh(cctx, []quota.Key{w.Key}); err == nil {
 			for _, s := range fresh {
-				if s.Key == w.Key && s.Remaining == 0 && s.ResetKnown && s.ResetAt.After(now) {
+				if s.Key == w.Key && s.Exhausted(now) && s.ResetKnown {
 					w.ResetAt = s.ResetAt
-				} else if s.Key == w.Key && s.Remaining > 0 {
+				} else if s.Key == w.Key && s.HasRoom() {
 					w.Room = true
 				}
 			}

@@ -123,17 +123,17 @@ func (h *Host) stillShort(ctx context.Context, keys []quota.Key, now time.Time) 
 		}
 	}
 	states = slices.DeleteFunc(states, func(s quota.State) bool { return !slices.Contains(keys, s.Key) })
-	if s, ok := latestExhausted(states, now); ok {
-		return h.waitFromState(s), true
+	// A resume can start later, so a key below its reserve holds it back
+	// too (docs/design.md, Who decides).
+	b, ok := h.cfg.Policy.Blocking(now, states, quota.Scheduled)
+	if !ok {
+		return wait{}, false
 	}
-	for _, s := range states {
-		if b, ok := h.cfg.Policy.Blocks(s, now); ok && b.Cause == quota.CauseBelowReserve {
-			w := h.waitFromState(s)
-			w.Why = "reserve still short: " + s.Resource + " has " + strconv.FormatInt(s.Remaining, 10) + " left"
-			return w, true
-		}
+	w := h.waitFromState(b.State)
+	if b.Cause == quota.CauseBelowReserve {
+		w.Why = "reserve still short: " + b.State.Resource + " has " + strconv.FormatInt(b.State.Remaining, 10) + " left"
 	}
-	return wait{}, false
+	return w, true
 }
 
 func mismatch(a, b receipt.Bindings) string {

@@ -76,15 +76,6 @@ func (s State) Exhausted(now time.Time) bool {
 	return !s.Expired(now) && s.Depleted()
 }
 
-// BelowReserve reports whether the key has a known remaining count below
-// reserve at now.
-//
-// Deprecated: Policy.Blocks decides below the reserve; this stays until the
-// host's preflight calls it.
-func (s State) BelowReserve(now time.Time, reserve int64) bool {
-	return !s.Expired(now) && s.Remaining >= 0 && s.Remaining < reserve
-}
-
 // HasRoom reports whether the observation itself says units remain: a
 // known remaining count above 0, and no rejection.
 func (s State) HasRoom() bool {

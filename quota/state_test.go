@@ -37,8 +37,8 @@ func TestStateAtReset(t *testing.T) {
 	rejected.Limit, rejected.Source, rejected.Cause = quota.Unknown, quota.SourceRejected, quota.CauseExhausted
 
 	type want struct {
-		expired, exhausted, below bool
-		cause                     quota.Cause
+		expired, exhausted bool
+		cause              quota.Cause
 	}
 	tests := []struct {
 		name    string
@@ -47,21 +47,21 @@ func TestStateAtReset(t *testing.T) {
 		reserve int64
 		want    want
 	}{
-		{"exhausted before reset", state(0, reset), before, 500, want{false, true, true, quota.CauseExhausted}},
-		{"exhausted at reset", state(0, reset), at, 500, want{true, false, false, quota.CauseNone}},
-		{"exhausted after reset", state(0, reset), after, 500, want{true, false, false, quota.CauseNone}},
-		{"rejected before reset", rejected, before, 500, want{false, true, false, quota.CauseExhausted}},
-		{"rejected at reset", rejected, at, 500, want{true, false, false, quota.CauseNone}},
-		{"below reserve before reset", state(499, reset), before, 500, want{false, false, true, quota.CauseBelowReserve}},
-		{"below reserve at reset", state(499, reset), at, 500, want{true, false, false, quota.CauseNone}},
-		{"below reserve after reset", state(499, reset), after, 500, want{true, false, false, quota.CauseNone}},
-		{"exactly the reserve", state(500, reset), before, 500, want{false, false, false, quota.CauseNone}},
-		{"room", state(4000, reset), before, 500, want{false, false, false, quota.CauseNone}},
-		{"remaining unknown", state(quota.Unknown, reset), before, 500, want{false, false, false, quota.CauseNone}},
-		{"zero reserve, one left", state(1, reset), before, 0, want{false, false, false, quota.CauseNone}},
-		{"zero reserve, none left", state(0, reset), before, 0, want{false, true, false, quota.CauseExhausted}},
-		{"zero reset is always expired", state(0, time.Time{}), before, 500, want{true, false, false, quota.CauseNone}},
-		{"long past", state(0, reset), reset.Add(24 * time.Hour), 500, want{true, false, false, quota.CauseNone}},
+		{"exhausted before reset", state(0, reset), before, 500, want{false, true, quota.CauseExhausted}},
+		{"exhausted at reset", state(0, reset), at, 500, want{true, false, quota.CauseNone}},
+		{"exhausted after reset", state(0, reset), after, 500, want{true, false, quota.CauseNone}},
+		{"rejected before reset", rejected, before, 500, want{false, true, quota.CauseExhausted}},
+		{"rejected at reset", rejected, at, 500, want{true, false, quota.CauseNone}},
+		{"below reserve before reset", state(499, reset), before, 500, want{false, false, quota.CauseBelowReserve}},
+		{"below reserve at reset", state(499, reset), at, 500, want{true, false, quota.CauseNone}},
+		{"below reserve after reset", state(499, reset), after, 500, want{true, false, quota.CauseNone}},
+		{"exactly the reserve", state(500, reset), before, 500, want{false, false, quota.CauseNone}},
+		{"room", state(4000, reset), before, 500, want{false, false, quota.CauseNone}},
+		{"remaining unknown", state(quota.Unknown, reset), before, 500, want{false, false, quota.CauseNone}},
+		{"zero reserve, one left", state(1, reset), before, 0, want{false, false, quota.CauseNone}},
+		{"zero reserve, none left", state(0, reset), before, 0, want{false, true, quota.CauseExhausted}},
+		{"zero reset is always expired", state(0, time.Time{}), before, 500, want{true, false, quota.CauseNone}},
+		{"long past", state(0, reset), reset.Add(24 * time.Hour), 500, want{true, false, quota.CauseNone}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,9 +73,6 @@ func TestStateAtReset(t *testing.T) {
 			}
 			if got := s.Exhausted(tt.now); got != tt.want.exhausted {
 				t.Errorf("Exhausted = %v, want %v", got, tt.want.exhausted)
-			}
-			if got := s.BelowReserve(tt.now, tt.reserve); got != tt.want.below {
-				t.Errorf("BelowReserve = %v, want %v", got, tt.want.below)
 			}
 			b, _ := reserveOf(tt.reserve).Blocks(s, tt.now)
 			if got := b.Cause; got != tt.want.cause {
