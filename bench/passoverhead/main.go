@@ -1,7 +1,13 @@
 // Command passoverhead measures what `layover pass` costs a cron line when the
 // ledger already says skip: the whole process, from exec to exit, of
 // `layover pass -- true` against `/bin/true`, with a reference Go program
-// that opens the same SQLite file and reads one row (./oneread).
+// that opens a copy of the same SQLite file and reads one row (./oneread).
+//
+// The reference reads its own copy: closing a WAL database, it deletes the
+// -wal and -shm files (as any plain program does), which layover keeps, and
+// on the shared file every layover run after it would create them again,
+// which no layover run on its own store does. -shared-store measures that
+// way instead.
 //
 // It builds both binaries into a temporary folder, writes an exhausted core
 // quota for the principal into a new store, checks that the pass skips, then
@@ -43,6 +49,7 @@ func main() {
 	n := flag.Int("n", 200, "rounds; each runs every command once")
 	warm := flag.Int("warmup", 10, "untimed rounds first")
 	keep := flag.Bool("keep", false, "keep the temporary folder and print how to run the commands by hand")
+	shared := flag.Bool("shared-store", false, "the reference reads layover's store itself, not a copy of it")
 	var compare []string
 	flag.Func("compare", "also time `BINARY` pass -- true in every round, on the same store (a layover built "+
 		"another way, or from other code that reads the same schema); repeatable", func(v string) error {
@@ -68,6 +75,11 @@ func main() {
 
 	db := filepath.Join(dir, "state", "layover.db")
 	benchkit.SeedExhausted(db, quota.Key{Host: apiHost, Principal: principal, Resource: "core"})
+	refDB := db
+	if !*shared {
+		refDB = filepath.Join(dir, "oneread.db")
+		copyFile(refDB, db)
+	}
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
@@ -87,7 +99,7 @@ func main() {
 	cmds := []bench{
 		{name: "layover pass -- true", argv: []string{layover, "pass", "--", "true"}},
 		{name: "/bin/true", argv: []string{"/bin/true"}},
-		{name: "oneread (Go, SQLite, one row)", argv: []string{oneread, db}},
+		{name: "oneread (Go, SQLite, one row)", argv: []string{oneread, refDB}},
 	}
 	for _, bin := range compare {
 		abs, err := filepath.Abs(bin)
@@ -168,6 +180,17 @@ func run(env []string, argv ...string) (int, time.Duration) {
 	}
 	ps := cmd.ProcessState
 	return ps.ExitCode(), ps.UserTime() + ps.SystemTime()
+}
+
+// copyFile copies the file from to a new file to.
+func copyFile(to, from string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		benchkit.Fail("%v", err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		benchkit.Fail("%v", err)
+	}
 }
 
 // checkActivity fails unless the passes left exactly one skip line: they all
