@@ -528,8 +528,8 @@ func TestLowPriorityStopsAtTheReserve(t *testing.T) {
 	if !errors.As(err, &de) {
 		t.Fatalf("low priority: err = %v, want a DeferralError", err)
 	}
-	if de.Cause != quota.CauseBelowReserve || de.Key != b.key("core") {
-		t.Errorf("deferral = %+v, want core below-reserve", de)
+	if de.Cause != quota.CauseBelowReserve || de.Key != b.key("core") || !strings.Contains(de.Reason, "120 left, reserve 500") {
+		t.Errorf("deferral = %+v, want core below-reserve, quoting the count and the reserve it was held against", de)
 	}
 	if b.calls() != 0 {
 		t.Errorf("low priority sent %d requests", b.calls())
