@@ -17,8 +17,8 @@
 // prints the count, the lateness percentiles, the host process's peak RSS
 // (VmHWM of /proc/self/status) and its RSS at T0, holding every job, and
 // the store's size on disk (the file and its WAL) at T0 and at the end.
-// The process keeps 4 bytes a job of its own (the lateness, in µs; 8 with
-// -worst), counted in its RSS.
+// The process keeps 5 bytes a job of its own (the lateness in µs, a seen
+// flag; 9 with -worst), counted in its RSS.
 //
 //	go run ./bench/wakeup                          # 100,000 jobs over 10 minutes
 //	go run ./bench/wakeup -jobs 10000 -window 1m   # a quick run
