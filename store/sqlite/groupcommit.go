@@ -5,25 +5,20 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"sync"
-	"sync/atomic"
+
+	"github.com/layoverhq/layover/store/internal/groupcommit"
 )
 
 // Group commit. A durable SQLite commit costs one fsync, far more than the
-// statements of one job change, so the job writes of one Store share
-// commits: callers queue their work, and one writer at a time runs
-// whatever is queued (up to maxBatch pieces) in one immediate transaction,
-// each piece inside its own SAVEPOINT (a lone piece needs none). A piece
-// that fails rolls back only itself and returns its own error; the others
-// commit. Every caller returns only after the transaction holding its
-// piece committed, so a nil error still means "durable". Pieces run in
-// queue order, each seeing the ones before it, so a batch means exactly
-// what running them one by one would.
-//
-// There is no timer: a lone call starts a writer at once and runs in a
-// batch of one. The caller that finds no writer becomes it; after its own
-// batch it hands any work queued meanwhile to a new goroutine, which exits
-// when the queue is empty. No goroutine outlives the calls in flight.
+// statements of one job change, so the writes of one Store share commits
+// through the queue of store/internal/groupcommit: callers queue their
+// work, and one writer at a time runs whatever is queued (up to maxBatch
+// pieces) in one immediate transaction, each piece inside its own SAVEPOINT
+// (a lone piece needs none). A piece that fails rolls back only itself and
+// returns its own error; the others commit. Every caller returns only after
+// the transaction holding its piece committed, so a nil error still means
+// "durable". Pieces run in queue order, each seeing the ones before it, so
+// a batch means exactly what running them one by one would.
 //
 // Every batch of a Store runs on the same connection (writerConn), kept
 // from batch to batch with its statements, BEGIN and COMMIT included,
@@ -34,120 +29,36 @@ import (
 // maxBatch bounds the pieces one transaction holds.
 const maxBatch = 256
 
-// piece states: a queued piece is taken by the writer or abandoned by its
-// caller, whichever comes first.
-const (
-	piecePending int32 = iota
-	pieceTaken
-	pieceAbandoned
-)
+// piece is one caller's share of a batch: its work, run in the batch's
+// transaction.
+type piece = groupcommit.Call[func(*batch) error]
 
-// piece is one caller's share of a batch.
-type piece struct {
-	fn    func(*batch) error
-	state atomic.Int32
-	done  chan struct{}
-	// Set by the writer before done is closed.
-	err      error
-	panicked any
+// newWrites returns the group-commit queue of s's writes: one writer at a
+// time, since SQLite has one (s.wmu holds it for a whole batch).
+func newWrites(s *Store) *groupcommit.Queue[func(*batch) error] {
+	return groupcommit.New(maxBatch, 1, func(_ context.Context, pieces []*piece) { runPieces(s, pieces) })
 }
-
-// writerQueue is the work queued for one Store while a writer runs.
-type writerQueue struct {
-	pending []*piece
-}
-
-// writers holds a queue per Store that has a writer running; a Store with
-// none has no entry, so a closed Store leaves nothing behind.
-var writers = struct {
-	sync.Mutex
-	m map[*Store]*writerQueue
-}{m: map[*Store]*writerQueue{}}
 
 // write runs fn in a group-committed transaction and returns once that
 // transaction committed or failed. fn must not keep tx-bound values after it
 // returns. If ctx ends while the piece is still queued, write returns
 // ctx.Err() and fn never runs; once taken, the piece is waited for.
 func (s *Store) write(ctx context.Context, fn func(*batch) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p := &piece{fn: fn, done: make(chan struct{})}
-	writers.Lock()
-	q, running := writers.m[s]
-	if !running {
-		q = &writerQueue{}
-		writers.m[s] = q
-	}
-	q.pending = append(q.pending, p)
-	writers.Unlock()
-
-	if !running {
-		// This caller is the writer: its own piece is in the first batch.
-		// Work queued meanwhile goes to a goroutine, so that this caller
-		// returns as soon as its own batch committed.
-		runPieces(s, q.take(s))
-		if next := q.take(s); next != nil {
-			go func() {
-				for ; next != nil; next = q.take(s) {
-					runPieces(s, next)
-				}
-			}()
-		}
-	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		if p.state.CompareAndSwap(piecePending, pieceAbandoned) {
-			return ctx.Err()
-		}
-		<-p.done
-	}
-	if p.panicked != nil {
-		panic(p.panicked)
-	}
-	return p.err
-}
-
-// take removes up to maxBatch queued pieces that their callers have not
-// abandoned, and returns them. When none is left it removes the queue,
-// ending this writer, and returns nil.
-func (q *writerQueue) take(s *Store) []*piece {
-	writers.Lock()
-	defer writers.Unlock()
-	for len(q.pending) > 0 {
-		n := min(len(q.pending), maxBatch)
-		var taken []*piece
-		for _, p := range q.pending[:n] {
-			if p.state.CompareAndSwap(piecePending, pieceTaken) {
-				taken = append(taken, p)
-			}
-		}
-		// A copy, so that the backing array does not grow without bound.
-		q.pending = append(q.pending[:0:0], q.pending[n:]...)
-		if len(taken) > 0 {
-			return taken
-		}
-	}
-	delete(writers.m, s)
-	return nil
+	return s.writes.Do(ctx, fn)
 }
 
 // runPieces runs taken pieces in one immediate transaction, one SAVEPOINT
-// each, commits, and releases their callers. A piece that failed keeps its
-// own error; when the transaction itself fails, every other piece gets that
-// error, since none of them committed.
+// each, and commits. A piece that failed keeps its own error; when the
+// transaction itself fails, every other piece gets that error, since none
+// of them committed. The transaction belongs to every caller in it, so no
+// caller's context ends it (the queue's is not used either); the busy
+// timeout bounds its wait for the lock.
 func runPieces(s *Store, pieces []*piece) {
-	defer func() {
-		for _, p := range pieces {
-			close(p.done)
-		}
-	}()
 	fail := func(err error) {
 		err = interpretError(err)
 		for _, p := range pieces {
-			if p.err == nil && p.panicked == nil {
-				p.err = err
+			if p.Err() == nil {
+				p.SetErr(err)
 			}
 		}
 	}
@@ -161,8 +72,7 @@ func runPieces(s *Store, pieces []*piece) {
 	if len(pieces) == 1 {
 		// A lone piece needs no SAVEPOINT: the transaction holds nothing
 		// else, so rolling it back undoes exactly the piece.
-		p := pieces[0]
-		if p.panicked, p.err = p.call(b); p.err != nil || p.panicked != nil {
+		if p := pieces[0]; call(p, b) != nil {
 			b.rollback()
 			return
 		}
@@ -185,8 +95,7 @@ func runSavepoints(b *batch, pieces []*piece) error {
 		if err := b.exec("SAVEPOINT piece"); err != nil {
 			return err
 		}
-		p.panicked, p.err = p.call(b)
-		if p.err != nil || p.panicked != nil {
+		if call(p, b) != nil {
 			// An error that rolled the whole transaction back (I/O, full
 			// disk) makes this fail too: then nothing of the batch
 			// committed.
@@ -201,15 +110,13 @@ func runSavepoints(b *batch, pieces []*piece) error {
 	return nil
 }
 
-// call runs the piece, turning a panic (a Mutate bug, say) into a value its
-// own caller re-panics with, so one bad piece cannot take the writer down.
-func (p *piece) call(b *batch) (panicked any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked = r
-		}
-	}()
-	return nil, p.fn(b)
+// call runs p in b and sets its error, which it returns. A panic (a Mutate
+// bug, say) becomes a value p's own caller re-panics with (Call.Guard), so
+// one bad piece cannot take the writer down.
+func call(p *piece, b *batch) error {
+	err := p.Guard(func() error { return p.Value(b) })
+	p.SetErr(err)
+	return err
 }
 
 // writerConn is the connection a Store's group-commit writer runs its

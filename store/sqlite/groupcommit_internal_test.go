@@ -81,7 +81,7 @@ func openCounting(t *testing.T) (*Store, *countingConnector) {
 		t.Fatal(err)
 	}
 	cc := &countingConnector{Connector: c}
-	s = &Store{db: openDB(cc), path: path}
+	s = newStore(openDB(cc), path)
 	t.Cleanup(func() { s.Close() })
 	return s, cc
 }
@@ -251,7 +251,7 @@ func hostsIn(t *testing.T, s *Store) []string {
 // registerPiece is a piece that registers host id, then fails with fail
 // when it is not nil, having written.
 func registerPiece(id string, fail error) *piece {
-	return &piece{done: make(chan struct{}), fn: func(b *batch) error {
+	return &piece{Value: func(b *batch) error {
 		if _, err := b.Exec(upsertHost, id, "h", 1, 0, 0, 0); err != nil {
 			return err
 		}
@@ -270,8 +270,8 @@ func TestBatchFailures(t *testing.T) {
 
 	lone := registerPiece("lone", boom)
 	runPieces(s, []*piece{lone})
-	if !errors.Is(lone.err, boom) {
-		t.Errorf("the lone piece got %v, want its own error", lone.err)
+	if !errors.Is(lone.Err(), boom) {
+		t.Errorf("the lone piece got %v, want its own error", lone.Err())
 	}
 	if ids := hostsIn(t, s); len(ids) != 0 {
 		t.Errorf("after a lone piece failed the store holds hosts %v, want none", ids)
@@ -281,8 +281,8 @@ func TestBatchFailures(t *testing.T) {
 	batch := []*piece{registerPiece("a", nil), registerPiece("b", boom), registerPiece("c", nil)}
 	runPieces(s, batch)
 	for i, want := range []error{nil, boom, nil} {
-		if !errors.Is(batch[i].err, want) || (want == nil) != (batch[i].err == nil) {
-			t.Errorf("piece %d got %v, want %v", i, batch[i].err, want)
+		if !errors.Is(batch[i].Err(), want) || (want == nil) != (batch[i].Err() == nil) {
+			t.Errorf("piece %d got %v, want %v", i, batch[i].Err(), want)
 		}
 	}
 	if ids := hostsIn(t, s); !slices.Equal(ids, []string{"a", "c"}) {
@@ -301,21 +301,21 @@ func TestWriterDropsAnUntrustedConnection(t *testing.T) {
 	t.Parallel()
 	s, cc := openCounting(t)
 	boom := errors.New("boom")
-	ended := &piece{done: make(chan struct{}), fn: func(b *batch) error {
+	ended := &piece{Value: func(b *batch) error {
 		if err := b.exec("ROLLBACK"); err != nil {
 			return err
 		}
 		return boom
 	}}
 	runPieces(s, []*piece{ended})
-	if !errors.Is(ended.err, boom) {
-		t.Errorf("the piece got %v, want its own error", ended.err)
+	if !errors.Is(ended.Err(), boom) {
+		t.Errorf("the piece got %v, want its own error", ended.Err())
 	}
 	connects := cc.connects.Load()
 	next := registerPiece("next", nil)
 	runPieces(s, []*piece{next})
-	if next.err != nil {
-		t.Fatalf("the next batch: %v", next.err)
+	if next.Err() != nil {
+		t.Fatalf("the next batch: %v", next.Err())
 	}
 	if n := cc.connects.Load() - connects; n != 1 {
 		t.Errorf("the next batch opened %d connections, want 1", n)

@@ -26,6 +26,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/internal/groupcommit"
 )
 
 //go:embed migration/*.up.sql
@@ -51,10 +52,19 @@ type Store struct {
 	// by Close.
 	prepared sync.Map
 
-	// w is the group-commit writer's connection (see writerConn); wmu is
-	// held by the writer for a whole batch, and by Close.
-	wmu sync.Mutex
-	w   *writerConn
+	// writes group-commits the writes (groupcommit.go); w is its writer's
+	// connection (see writerConn); wmu is held by the writer for a whole
+	// batch, and by Close.
+	writes *groupcommit.Queue[func(*batch) error]
+	wmu    sync.Mutex
+	w      *writerConn
+}
+
+// newStore is the Store on db, the file at path.
+func newStore(db *sql.DB, path string) *Store {
+	s := &Store{db: db, path: path}
+	s.writes = newWrites(s)
+	return s
 }
 
 var _ store.Store = (*Store)(nil)
@@ -114,7 +124,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := openDB(c)
-	s := &Store{db: db, path: path}
+	s := newStore(db, path)
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -197,7 +207,7 @@ func openReadOnly(ctx context.Context, path, uri string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: openDB(c), path: path}
+	s := newStore(openDB(c), path)
 	if err := s.checkSchema(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("open store %s read-only: %w", path, err)
