@@ -177,7 +177,6 @@ func main() {
 
 // recorder keeps each job's lateness and the time of the last completion.
 type recorder struct {
-	start     time.Time // S
 	late      []time.Duration
 	seen      []atomic.Bool
 	started   atomic.Int64
@@ -535,7 +534,9 @@ func runRiverOn[TTx any](ctx context.Context, o options, driver riverdriver.Driv
 	defer func() {
 		sctx, c := context.WithTimeout(ctx, time.Minute)
 		defer c()
-		client.Stop(sctx)
+		if err := client.Stop(sctx); err != nil {
+			fmt.Fprintf(os.Stderr, "river bench: stop River: %v\n", err)
+		}
 	}()
 
 	cpu0 := benchkit.ReadCPU()
