@@ -15,8 +15,9 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-// RunJobs runs the conformance suite of store.Store. open must return a new,
-// empty store each time it is called, and close it when t ends. Every
+// RunJobs runs the part of the conformance suite that covers store.Store's
+// jobs and durable hosts. open must return a new, empty store each time it
+// is called, and close it when t ends. Every
 // subtest runs in parallel with the others.
 //
 // Beyond the doc comments of store.Store, the suite holds every backend to

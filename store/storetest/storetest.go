@@ -1,7 +1,9 @@
 // Package storetest is the conformance suite every store.Store backend
-// passes. A backend's test calls Run with a function that opens a new, empty
-// store; the suite checks the behaviour store.Store documents, never how a
-// backend keeps it.
+// passes whole. A backend's tests call Run (the ledger, the activity log,
+// the waiting commands) and RunJobs (the jobs and hosts) with a function
+// that opens a new, empty store, and ReadOnly with its read-only open; the
+// suite checks the behaviour store.Store documents, never how a backend
+// keeps it.
 package storetest
 
 import (
@@ -22,7 +24,8 @@ import (
 // milliseconds and return UTC.
 var base = time.Date(2026, 11, 10, 15, 4, 5, 123_456_789, time.FixedZone("CET", 3600))
 
-// Run runs the conformance suite. open must return a new, empty store each
+// Run runs the conformance suite of the ledger, the activity log and the
+// waiting commands. open must return a new, empty store each
 // time it is called; the suite closes it when the subtest that opened it
 // ends. Every subtest runs in parallel with the others.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
