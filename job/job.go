@@ -12,6 +12,7 @@ package job
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -206,6 +207,19 @@ type Host struct {
 	// without renewal): it is live while its last heartbeat is within it.
 	// Stores keep it to the millisecond.
 	Lease time.Duration
+}
+
+// Validate refuses a host record a store must not keep: no id, or a lease
+// that is not positive (such a host would never be live, yet its claims
+// would hold).
+func (h Host) Validate() error {
+	switch {
+	case h.ID == "":
+		return errors.New("host: no id")
+	case h.Lease <= 0:
+		return fmt.Errorf("host %s: lease %s: want a positive lease", h.ID, h.Lease)
+	}
+	return nil
 }
 
 // Live reports whether the host heartbeated within its own lease of now.

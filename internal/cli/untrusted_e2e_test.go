@@ -117,7 +117,7 @@ func TestStoredTextIsTerminalSafe(t *testing.T) {
 		st.RecordStates(ctx, []quota.State{{Key: key, Limit: 5000, Remaining: 0, ResetAt: now.Add(time.Hour), ResetKnown: true,
 			ObservedAt: now, ObservedBy: "host " + hostile, Source: quota.Source("src" + hostile), Cause: quota.CauseExhausted}}),
 		st.AppendActivity(ctx, store.Activity{At: now, Kind: "skip", Line: "skipped: " + hostile}),
-		st.RegisterHost(ctx, job.Host{ID: "h" + hostile, Hostname: "host" + hostile, PID: 2, StartedAt: now, LastSeen: now}),
+		st.RegisterHost(ctx, job.Host{ID: "h" + hostile, Hostname: "host" + hostile, PID: 2, StartedAt: now, LastSeen: now, Lease: time.Minute}),
 		st.Close()); err != nil {
 		t.Fatal(err)
 	}

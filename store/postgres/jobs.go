@@ -574,8 +574,11 @@ func (s *Store) NextJobDue(ctx context.Context) (time.Time, bool, error) {
 }
 
 // RegisterHost implements store.Store. Registering an id again replaces its
-// record.
+// record; a record job.Host.Validate refuses is not stored.
 func (s *Store) RegisterHost(ctx context.Context, h job.Host) error {
+	if err := h.Validate(); err != nil {
+		return err
+	}
 	_, err := s.pool.Exec(ctx, upsertHost, h.ID, h.Hostname, h.PID, store.MS(h.StartedAt), store.MS(h.LastSeen), h.Lease.Milliseconds())
 	return wrapErr("register host "+h.ID, err)
 }

@@ -1604,6 +1604,15 @@ func testHosts(t *testing.T, setup jobsSetup) {
 		}
 		check("re-registered", a2, b)
 
+		// A host with no lease would never be live while its claims held:
+		// it is refused, and the record it would replace is kept.
+		for _, bad := range []job.Host{{ID: "h-a", Lease: 0}, {ID: "h-a", Lease: -time.Second}, {ID: "", Lease: time.Second}} {
+			if err := s.RegisterHost(ctx, bad); err == nil {
+				t.Errorf("RegisterHost(%+v) = nil, want an error", bad)
+			}
+		}
+		check("after refused registrations", a2, b)
+
 		for _, id := range []string{"h-b", "h-b", "h-nope"} {
 			if err := s.UnregisterHost(ctx, id); err != nil {
 				t.Errorf("UnregisterHost(%s) = %v, want nil", id, err)

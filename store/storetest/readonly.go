@@ -36,7 +36,7 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 	if _, _, err := rw.SubmitJob(ctx, newJob("ro-1"), nil, base); err != nil {
 		t.Fatalf("SubmitJob: %v", err)
 	}
-	if err := rw.RegisterHost(ctx, job.Host{ID: "h1", Hostname: "host-a", PID: 9, StartedAt: base, LastSeen: base}); err != nil {
+	if err := rw.RegisterHost(ctx, job.Host{ID: "h1", Hostname: "host-a", PID: 9, StartedAt: base, LastSeen: base, Lease: 30 * time.Second}); err != nil {
 		t.Fatalf("RegisterHost: %v", err)
 	}
 
