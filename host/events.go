@@ -33,11 +33,14 @@ type Event struct {
 // DefaultEventBuffer is the buffer of a subscription that names none.
 const DefaultEventBuffer = 256
 
-// Subscription receives the events of one Jobs, in the order it made
-// them, on C. Events are never waited for: when C's buffer is full, an
+// Subscription receives the events of one Jobs on C: those one goroutine
+// makes arrive in the order it made them, while changes made at the same
+// time (an operator's cancel during an attempt, two jobs' attempts) may
+// arrive in either order, so a subscriber that needs a job's state reads it
+// from the store. Events are never waited for: when C's buffer is full, an
 // event is dropped for this subscription (and counted by Dropped), so a
-// slow subscriber never holds up the host. Close ends it. Safe for
-// concurrent use.
+// slow subscriber never holds up the host. Close ends it, and so does the
+// Stop of the Host that embeds the Jobs. Safe for concurrent use.
 type Subscription struct {
 	c       chan Event
 	jobs    *Jobs
@@ -45,7 +48,7 @@ type Subscription struct {
 	once    sync.Once
 }
 
-// C delivers the events; it is closed by Close.
+// C delivers the events; it is closed by Close (or the Host's Stop).
 func (s *Subscription) C() <-chan Event { return s.c }
 
 // Dropped counts the events this subscription missed because its buffer
@@ -87,6 +90,19 @@ func (f *Jobs) Subscribe(buffer int) *Subscription {
 	return s
 }
 
+// closeAll ends every subscription (the Host is stopping).
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	subs := make([]*Subscription, 0, len(h.subs))
+	for s := range h.subs {
+		subs = append(subs, s)
+	}
+	h.mu.Unlock()
+	for _, s := range subs {
+		s.Close()
+	}
+}
+
 // publish hands ev to every subscription without waiting.
 func (f *Jobs) publish(ev Event) {
 	f.hub.mu.Lock()
@@ -119,7 +135,8 @@ func (f *Jobs) applyJob(ctx context.Context, id string, fence int64, ch job.Chan
 	return out, err
 }
 
-// submitted publishes a new job's submission.
-func (f *Jobs) submitted(j job.Job) {
-	f.publish(Event{JobID: j.ID, To: j.State, Stage: j.Stage, Reason: job.ReasonSubmitted, At: j.CreatedAt})
+// submitted publishes a new job's submission, made at now (from the clock,
+// as every event's At is).
+func (f *Jobs) submitted(j job.Job, now time.Time) {
+	f.publish(Event{JobID: j.ID, To: j.State, Stage: j.Stage, Reason: job.ReasonSubmitted, At: now})
 }

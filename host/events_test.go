@@ -106,3 +106,52 @@ func TestSweepIsAnEvent(t *testing.T) {
 	}
 	b.awaitState("j", job.Cancelled) // woken by that event, not by polling
 }
+
+// The front door a Host embeds wakes its scheduler however it is called: a
+// job submitted through h.Jobs, or unblocked, runs at once, the fake clock
+// standing still (before, only h.Submit woke it, and h.Jobs.Submit's job
+// waited for the next heartbeat).
+func TestEmbeddedFrontDoorWakesTheHost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, _, err := b.host.Jobs.Submit(context.Background(), "direct", job.Spec{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitState("direct", job.Complete)
+
+	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
+	b.submit("auth", job.Spec{})
+	b.awaitState("auth", job.Blocked)
+	if _, err := b.host.Unblock(context.Background(), "auth"); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitState("auth", job.Complete)
+}
+
+// Stop ends the host's subscriptions: a subscriber ranging over C returns
+// once the host has stopped, after the events it made.
+func TestStopClosesSubscriptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sub := b.host.Subscribe(0)
+	b.submit("a", job.Spec{})
+	b.awaitState("a", job.Complete)
+	b.host.Stop()
+	var last host.Event
+	timeout := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case ev, ok := <-sub.C():
+			if ok {
+				last = ev
+			}
+			open = ok
+		case <-timeout:
+			t.Fatal("C still open after Stop")
+		}
+	}
+	if last.JobID != "a" || last.To != job.Complete {
+		t.Errorf("the last event before C closed = %+v, want a's completion", last)
+	}
+	sub.Close() // closing after Stop is a no-op
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
-	"github.com/layoverhq/layover/receipt"
 	"github.com/layoverhq/layover/store"
 )
 
@@ -107,9 +106,9 @@ type Config struct {
 // Host is a durable host. Start it once; Stop may be called any number of
 // times, before or after Start. Safe for concurrent use.
 type Host struct {
-	// Jobs is the host's front door, with the host's Config: its Submit
-	// and SubmitDeferred are the Host's own (they wake the scheduler), its
-	// operator actions the same as any Jobs'.
+	// Jobs is the host's front door, with the host's Config: a job it
+	// submits or makes due wakes this host's scheduler, however it is
+	// called (h.Submit or h.Jobs.Submit).
 	*Jobs
 	// grace bounds how long a stopped attempt may take to end:
 	// min(DefaultGrace, (Lease-Heartbeat)/2). A lease taken back by a sweep
@@ -183,7 +182,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	h := &Host{Jobs: front, grace: min(DefaultGrace, (c.Lease-c.Heartbeat)/2),
 		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1)}
-	front.live = h.live
+	front.live, front.wake = h.live, h.nudgeIfSooner
 	return h, nil
 }
 
@@ -193,26 +192,6 @@ func (h *Host) live() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.started && !h.stopped
-}
-
-// Submit queues a ready job, as Jobs.Submit does, and wakes the scheduler.
-func (h *Host) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, bool, error) {
-	j, created, err := h.Jobs.Submit(ctx, id, spec)
-	if err == nil {
-		h.Nudge()
-	}
-	return j, created, err
-}
-
-// SubmitDeferred records a new deferred job, as Jobs.SubmitDeferred does:
-// retained while this host runs (it will wake the job), else handoff.
-func (h *Host) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, keys []quota.Key) (job.Job, *receipt.Receipt, error) {
-	j, rc, err := h.Jobs.SubmitDeferred(ctx, id, spec, d, keys)
-	if err == nil && j.Ownership == job.Retained {
-		// The loop may be asleep until after this wake-up.
-		h.nudgeIfSooner(j)
-	}
-	return j, rc, err
 }
 
 func orDuration(d, def time.Duration) time.Duration {
@@ -263,6 +242,7 @@ func (h *Host) Start(ctx context.Context) error {
 // Stop ends the scheduler, stops every running attempt and gives its job
 // back (ready, no attempt counted), and unregisters the host.
 func (h *Host) Stop() {
+	defer h.hub.closeAll() // after the last attempt's events
 	h.mu.Lock()
 	if h.stopped || !h.started {
 		h.stopped = true

@@ -37,13 +37,18 @@ type Jobs struct {
 	// recorded now: set by the Host that embeds this Jobs; nil asks the
 	// store for a live host.
 	live func() bool
+	// wake tells the Host that embeds this Jobs of a job the front door
+	// submitted or made due (Submit, SubmitDeferred, Approve, Unblock), so
+	// its scheduler does not sleep past it; nil when no host runs here.
+	wake func(job.Job)
 	hub  hub // the subscriptions (Subscribe)
 }
 
 // NewJobs returns the front door to cfg.Store, which is required. It uses
-// cfg's Store, Clock, Policy, Rand, Shell and Env, with the defaults of
-// Config (a zero Policy is quota.DefaultPolicy()); the rest of Config is
-// the running host's and is ignored here.
+// cfg's Store, Clock, Policy, Shell and Env, with the defaults of Config (a
+// zero Policy is quota.DefaultPolicy()); the rest of Config is the running
+// host's and is ignored here. The front door draws no jitter: a deferral
+// brings its own (Deferral.Jitter).
 func NewJobs(cfg Config) (*Jobs, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("host: Store is required")
@@ -95,10 +100,20 @@ func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, b
 	}
 	now := f.cfg.Clock.Now()
 	j, created, err := f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
-	if err == nil && created {
-		f.submitted(j)
+	if err == nil {
+		if created {
+			f.submitted(j, now)
+		}
+		f.woke(j)
 	}
 	return j, created, err
+}
+
+// woke hands j to the embedding Host's scheduler, if any.
+func (f *Jobs) woke(j job.Job) {
+	if f.wake != nil {
+		f.wake(j)
+	}
 }
 
 // Deferral is a wait a provider declared, for recording a job already
@@ -183,7 +198,8 @@ func (f *Jobs) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	if !created {
 		return stored, nil, fmt.Errorf("%w: job %s already exists (%s)", job.ErrConflict, id, stored.State)
 	}
-	f.submitted(stored)
+	f.submitted(stored, j.CreatedAt)
+	f.woke(stored)
 	return stored, rc, nil
 }
 
@@ -217,21 +233,29 @@ func (f *Jobs) Cancel(ctx context.Context, id string) (job.Job, error) {
 // awaiting approval wakes at once.
 func (f *Jobs) Approve(ctx context.Context, id string) (job.Job, error) {
 	now := f.cfg.Clock.Now()
-	return f.applyJob(ctx, id, job.NoFence, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
+	j, err := f.applyJob(ctx, id, job.NoFence, job.Change{From: notEnded, Now: now, Mutate: func(x *job.Job) {
 		x.Approved = true
 		if x.State == job.Deferred && strings.HasPrefix(x.Stage, awaitingApproval) {
 			x.RunAt = now
 		}
 	}})
+	if err == nil {
+		f.woke(j)
+	}
+	return j, err
 }
 
 // Unblock returns a blocked job to ready.
 func (f *Jobs) Unblock(ctx context.Context, id string) (job.Job, error) {
 	now := f.cfg.Clock.Now()
-	return f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
+	j, err := f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
 		Mutate: func(x *job.Job) {
 			x.Stage, x.RunAt, x.Ownership, x.ResumeBy = "ready", now, job.NoOwnership, time.Time{}
 		}})
+	if err == nil {
+		f.woke(j)
+	}
+	return j, err
 }
 
 // ErrNoLiveHost is returned when adopt finds no durable host running on the

@@ -43,23 +43,36 @@ func TestPrepareDeferredUsesTheGivenJitter(t *testing.T) {
 }
 
 // A Jobs of its own retains a deferral when the store lists a live host,
-// and hands it off once that host's lease has passed since its heartbeat.
+// judged by that host's own recorded lease, not by a default: a host last
+// seen a minute ago is live with its 90 s lease and not with a 45 s one.
 func TestSubmitDeferredRetainedWhileAHostIsLive(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	ctx := context.Background()
 	d := host.Deferral{Key: coreKey, Provider: "github", ResetAt: t0.Add(time.Hour)}
-	j, rc, err := b.ops.SubmitDeferred(context.Background(), "live", job.Spec{Argv: []string{"true"}}, d, nil)
+	j, rc, err := b.ops.SubmitDeferred(ctx, "live", job.Spec{Argv: []string{"true"}}, d, nil)
 	if err != nil || !rc.IsRetained() || j.Ownership != job.Retained {
 		t.Fatalf("with host-a live: %+v %v", j, err)
 	}
-	live, err := b.ops.LiveHosts(context.Background())
+	live, err := b.ops.LiveHosts(ctx)
 	if err != nil || len(live) != 1 || live[0].ID != "host-a" || live[0].Lease != host.DefaultLease {
 		t.Fatalf("LiveHosts = %+v, %v; want host-a with its %s lease", live, err, host.DefaultLease)
 	}
-	b.host.Stop()
-	j, rc, err = b.ops.SubmitDeferred(context.Background(), "gone", job.Spec{Argv: []string{"true"}}, d, nil)
-	if err != nil || rc.IsRetained() || j.Ownership != job.Handoff {
-		t.Fatalf("with no host live: %+v %v", j, err)
+	b.host.Stop() // host-a unregisters
+
+	seen := t0.Add(-time.Minute)
+	for _, c := range []struct {
+		lease     time.Duration
+		ownership job.Ownership
+	}{{90 * time.Second, job.Retained}, {45 * time.Second, job.Handoff}} {
+		if err := b.st.RegisterHost(ctx, job.Host{ID: "host-z", StartedAt: seen, LastSeen: seen, Lease: c.lease}); err != nil {
+			t.Fatal(err)
+		}
+		id := "lease-" + c.lease.String()
+		j, rc, err = b.ops.SubmitDeferred(ctx, id, job.Spec{Argv: []string{"true"}}, d, nil)
+		if err != nil || j.Ownership != c.ownership || rc.IsRetained() != (c.ownership == job.Retained) {
+			t.Errorf("host-z seen 60 s ago with a %s lease: ownership %q, err %v; want %q", c.lease, j.Ownership, err, c.ownership)
+		}
 	}
 }
 
