@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -40,4 +42,20 @@ func MSJob(j job.Job) job.Job {
 		j.Checkpoint = &cp
 	}
 	return j
+}
+
+// Submission is j as a store inserts it on SubmitJob at now: the submission
+// rule applied (job.Job.Submitted), every time as a store keeps it (MSJob),
+// and its spec encoded for the spec column.
+func Submission(j job.Job, now time.Time) (job.Job, []byte, error) {
+	j, err := j.Submitted(now)
+	if err != nil {
+		return job.Job{}, nil, err
+	}
+	j = MSJob(j)
+	spec, err := json.Marshal(j.Spec)
+	if err != nil {
+		return job.Job{}, nil, fmt.Errorf("submit job %s: %w", j.ID, err)
+	}
+	return j, spec, nil
 }

@@ -263,14 +263,9 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 
 // newSubmission is j as SubmitJob inserts it at now, with its receipt.
 func newSubmission(j job.Job, rc *job.Receipt, now time.Time) (*submission, error) {
-	j, err := j.Submitted(now)
+	j, spec, err := store.Submission(j, now)
 	if err != nil {
 		return nil, err
-	}
-	j = store.MSJob(j)
-	spec, err := json.Marshal(j.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("submit job %s: %w", j.ID, err)
 	}
 	return &submission{j: j, spec: spec, rc: rc}, nil
 }

@@ -214,14 +214,9 @@ var sweepSteps = [...]struct {
 
 // SubmitJob implements store.Store: the job as job.Job.Submitted makes it.
 func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (job.Job, bool, error) {
-	j, err := j.Submitted(now)
+	j, spec, err := store.Submission(j, now)
 	if err != nil {
 		return job.Job{}, false, err
-	}
-	j = store.MSJob(j)
-	spec, err := json.Marshal(j.Spec)
-	if err != nil {
-		return job.Job{}, false, fmt.Errorf("submit job %s: %w", j.ID, err)
 	}
 
 	var out job.Job
