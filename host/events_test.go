@@ -107,14 +107,14 @@ func TestSweepIsAnEvent(t *testing.T) {
 	b.awaitState("j", job.Cancelled) // woken by that event, not by polling
 }
 
-// The front door a Host embeds wakes its scheduler however it is called: a
-// job submitted through h.Jobs, or unblocked, runs at once, the fake clock
-// standing still (before, only h.Submit woke it, and h.Jobs.Submit's job
-// waited for the next heartbeat).
+// The front door a Host embeds wakes its scheduler: a job it submits, or
+// unblocks, runs at once, the fake clock standing still (before, only a
+// Submit method of the Host's own woke it; Jobs.Submit, reached as
+// h.Jobs.Submit, and Unblock left the job to the next heartbeat).
 func TestEmbeddedFrontDoorWakesTheHost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, _, err := b.host.Jobs.Submit(context.Background(), "direct", job.Spec{Argv: []string{"true"}}); err != nil {
+	if _, _, err := b.host.Submit(context.Background(), "direct", job.Spec{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.awaitState("direct", job.Complete)
