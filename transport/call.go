@@ -166,7 +166,7 @@ func (c *call) plan(b block) plannedWait {
 	if !s.ResetKnown {
 		reset += " (assumed)"
 	}
-	switch b.cause {
+	switch b.cause() {
 	case quota.CauseBelowReserve:
 		w.reason = fmt.Sprintf("%s below its reserve (%d left, reserve %d) until %s",
 			s.Resource, s.Remaining, b.quota.Reserve, reset)
@@ -178,8 +178,8 @@ func (c *call) plan(b block) plannedWait {
 
 // deferral makes the error of a request that is not sent.
 func (c *call) deferral(b block, w plannedWait, why string) error {
-	err := &quota.DeferralError{Key: b.key, ResumeAt: w.at, Cause: b.cause, Reason: c.clean(w.reason + "; " + why)}
-	c.t.log.Info("layover: deferred", "key", b.key.String(), "cause", string(b.cause),
+	err := &quota.DeferralError{Key: b.key, ResumeAt: w.at, Cause: b.cause(), Reason: c.clean(w.reason + "; " + why)}
+	c.t.log.Info("layover: deferred", "key", b.key.String(), "cause", string(b.cause()),
 		"resume_at", w.at.UTC().Format(time.RFC3339), "reason", err.Reason)
 	return err
 }

@@ -149,10 +149,18 @@ func (v *view) setHold(key quota.Key, until time.Time, reason string) {
 type block struct {
 	key    quota.Key
 	kind   WaitKind    // WaitQuota or WaitSecondary
-	cause  quota.Cause // CauseExhausted or CauseBelowReserve
-	quota  quota.Block // the blocking state and its reserve (WaitQuota)
+	quota  quota.Block // the blocking state, its cause and reserve (WaitQuota)
 	until  time.Time   // the hold's end (WaitSecondary)
 	reason string
+}
+
+// cause is why b holds the request back: a throttle's hold counts as
+// exhausted, a quota's block says its own cause.
+func (b block) cause() quota.Cause {
+	if b.kind == WaitSecondary {
+		return quota.CauseExhausted
+	}
+	return b.quota.Cause
 }
 
 // blocking returns what holds req back at now, if anything: an exhausted
@@ -190,7 +198,7 @@ func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged stri
 		}
 	}
 	if hasRes && worst.Cause == quota.CauseExhausted {
-		wait = block{key: worst.State.Key, kind: WaitQuota, cause: quota.CauseExhausted, quota: worst}
+		wait = block{key: worst.State.Key, kind: WaitQuota, quota: worst}
 		waitAt, hasWait, hasRes = worst.State.ResetAt, true, false
 	}
 	for res, h := range sc.holds {
@@ -205,7 +213,7 @@ func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged stri
 		// margin, so a hold wins only when it ends after that.
 		if !hasWait || h.until.After(waitAt.Add(pol.ResetMargin)) {
 			wait = block{key: quota.Key{Host: k.host, Principal: k.principal, Resource: res},
-				kind: WaitSecondary, cause: quota.CauseExhausted, until: h.until, reason: h.reason}
+				kind: WaitSecondary, until: h.until, reason: h.reason}
 			waitAt, hasWait = h.until, true
 		}
 	}
@@ -213,7 +221,7 @@ func (v *view) blocking(k scopeKey, p *Provider, req *http.Request, charged stri
 	case hasWait:
 		return wait, true
 	case hasRes:
-		return block{key: worst.State.Key, kind: WaitQuota, cause: quota.CauseBelowReserve, quota: worst}, true
+		return block{key: worst.State.Key, kind: WaitQuota, quota: worst}, true
 	}
 	return block{}, false
 }
