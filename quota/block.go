@@ -39,10 +39,16 @@ func (b Block) Holds(w Work) bool {
 // key below its reserve, then the later reset, since the work cannot go on
 // before it.
 func (b Block) Outranks(o Block) bool {
-	if rb, ro := rank(b.Cause), rank(o.Cause); rb != ro {
-		return rb > ro
+	return outranks(b.Cause, b.State.ResetAt, o.Cause, o.State.ResetAt)
+}
+
+// outranks is Outranks on a block's cause and reset, for a choice made
+// without building the blocks.
+func outranks(c Cause, reset time.Time, oc Cause, oreset time.Time) bool {
+	if r, or := rank(c), rank(oc); r != or {
+		return r > or
 	}
-	return b.State.ResetAt.After(o.State.ResetAt)
+	return reset.After(oreset)
 }
 
 func rank(c Cause) int {
@@ -109,8 +115,7 @@ func (p Policy) blocking(now time.Time, states []State, w Work) (best int, cause
 		if c == CauseNone || !(Block{Cause: c}).Holds(w) {
 			continue
 		}
-		if best < 0 || rank(c) > rank(cause) ||
-			rank(c) == rank(cause) && states[i].ResetAt.After(states[best].ResetAt) {
+		if best < 0 || outranks(c, states[i].ResetAt, cause, states[best].ResetAt) {
 			best, cause, reserve = i, c, r
 		}
 	}
