@@ -246,7 +246,7 @@ func (r *runner) loop(ctx context.Context) error {
 		classify, _ := registry.CLIClassifier(r.c.Provider) // Validate found it
 		out := classify(res.Code, res.Stdout, res.Stderr, r.c.Clock.Now(), time.Local)
 		if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
-			argv = r.nextArgv(res.Stdout)
+			argv = r.nextArgv(res.Stdout, res.Stderr)
 		}
 		switch out.Class {
 		case provider.ClassQuota:
@@ -478,13 +478,13 @@ func (r *runner) recordAgentExhaustion(ctx context.Context, out provider.Outcome
 // nextArgv is what runs after a wait: the resume command with the failed
 // run's session filled in, when one is set and the session is known (or not
 // needed), else the command itself.
-func (r *runner) nextArgv(stdout []byte) []string {
+func (r *runner) nextArgv(stdout, stderr []byte) []string {
 	rc := r.c.ResumeCmd
 	if rc == "" {
 		return r.c.Command
 	}
 	if strings.Contains(rc, "{session_id}") {
-		id := agentcli.SessionID(stdout)
+		id := agentcli.SessionID(stdout, stderr)
 		if id == "" {
 			fmt.Fprintln(r.c.Stderr, "layover: no session id in the failed run's output; running the command again instead of --resume-cmd")
 			return r.c.Command

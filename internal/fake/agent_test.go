@@ -198,7 +198,7 @@ func TestAgentClaudeSession(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	sid := agentcli.SessionID([]byte(stdout))
+	sid := agentcli.SessionID([]byte(stdout), nil)
 	if len(sid) != 36 || strings.Count(sid, "-") != 4 {
 		t.Fatalf("SessionID = %q\n%s", sid, stdout)
 	}
@@ -210,13 +210,13 @@ func TestAgentClaudeSession(t *testing.T) {
 	}
 	// The resume command continues that session.
 	code, stdout, _ = runAgent("claude", []string{"-p", "--resume", sid, "--output-format", "stream-json", "--verbose", "continue"}, env)
-	if code != 0 || agentcli.SessionID([]byte(stdout)) != sid {
-		t.Errorf("resume: exit %d, session %q, want %q", code, agentcli.SessionID([]byte(stdout)), sid)
+	if code != 0 || agentcli.SessionID([]byte(stdout), nil) != sid {
+		t.Errorf("resume: exit %d, session %q, want %q", code, agentcli.SessionID([]byte(stdout), nil), sid)
 	}
 	// FAKE_AGENT_SESSION names the session of a new run.
 	env2 := agentEnv(t, []string{"ok"}, "FAKE_AGENT_SESSION", "0199a213-81c0-7800-8aa1-bbab2a035a53")
 	_, stdout, _ = runAgent("claude", args, env2)
-	if got := agentcli.SessionID([]byte(stdout)); got != "0199a213-81c0-7800-8aa1-bbab2a035a53" {
+	if got := agentcli.SessionID([]byte(stdout), nil); got != "0199a213-81c0-7800-8aa1-bbab2a035a53" {
 		t.Errorf("FAKE_AGENT_SESSION: %q", got)
 	}
 }

@@ -231,49 +231,6 @@ func messageText(raw json.RawMessage) string {
 	return b.String()
 }
 
-// SessionID returns the session id of a Claude Code stream (stream-json,
-// or the json result): the session_id of its last event that carries one,
-// "" when none does. It reads the last 64 KiB of stdout, then the first,
-// so that a `--resume-cmd 'claude -p --resume {session_id} …'` continues
-// the conversation.
-func SessionID(stdout []byte) string {
-	if id := sessionIn(tail(stdout, maxScan)); id != "" || len(stdout) <= maxScan {
-		return id
-	}
-	return sessionIn(stdout[:maxScan])
-}
-
-var reSessionID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`) })
-
-func sessionIn(b []byte) string {
-	id := ""
-	take := func(o map[string]json.RawMessage) {
-		if s := strings.TrimSpace(str(o["session_id"])); s != "" && reSessionID().MatchString(s) {
-			id = s
-		}
-	}
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		var events []json.RawMessage
-		if json.Unmarshal(t, &events) == nil {
-			for _, ev := range events {
-				if o := obj(ev); o != nil {
-					take(o)
-				}
-			}
-			return id
-		}
-	}
-	eachLine(b, func(line []byte) {
-		if !bytes.Contains(line, []byte(`"session_id"`)) {
-			return
-		}
-		if o := jsonObject(line); o != nil {
-			take(o)
-		}
-	})
-	return id
-}
-
 // ClassifyClaudeCode classifies a finished `claude -p` run from its exit
 // code and output, at now; a reset printed without a zone is read in loc
 // (nil: now's location). It never panics and reads the last 64 KiB of

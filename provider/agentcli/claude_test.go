@@ -403,13 +403,13 @@ func TestSessionID(t *testing.T) {
 		{"an id that is not one", `{"type":"result","session_id":"a b; rm -rf /"}` + "\n", ""},
 		{"empty", "", ""},
 	} {
-		if got := SessionID([]byte(tt.stdout)); got != tt.want {
+		if got := SessionID([]byte(tt.stdout), nil); got != tt.want {
 			t.Errorf("%s: SessionID = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 	// A stream longer than the scanned tail: the head still gives the id.
 	long := ccInit() + "\n" + strings.Repeat("x", 2*maxScan) + "\n"
-	if got := SessionID([]byte(long)); got != ccSession {
+	if got := SessionID([]byte(long), nil); got != ccSession {
 		t.Errorf("long stream: SessionID = %q", got)
 	}
 }

@@ -1,10 +1,15 @@
 // Package agentcli turns what AI agent CLIs print when they fail into
 // layover's outcomes (docs/provider-signals.md §5): Claude Code
-// ([ClassifyClaudeCode], with [SessionID] for resuming its session), Codex
-// ([ClassifyCodex]), GitHub Copilot CLI ([ClassifyCopilot]), Kimi Code
-// ([ClassifyKimi]) and Gemini CLI ([ClassifyGeminiCLI]). [Classify] picks
-// a classifier by provider name, and [ClassifyAuto] asks all of them and
-// gh's (github.ClassifyCLI) when the program is not known.
+// ([ClassifyClaudeCode]), Codex ([ClassifyCodex]), GitHub Copilot CLI
+// ([ClassifyCopilot]), Kimi Code ([ClassifyKimi]) and Gemini CLI
+// ([ClassifyGeminiCLI]). provider/registry picks a classifier by provider
+// name, and [ClassifyAuto] asks all of them and gh's (github.ClassifyCLI)
+// when the program is not known.
+//
+// [Agents] describes how each agent CLI continues a session (its resume
+// command, with [ResumeInstruction] as the prompt, and its credentials
+// check), and [SessionID] reads the session id a run printed
+// (docs/agents.md).
 //
 // # Rules every classifier keeps
 //
