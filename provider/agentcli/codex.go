@@ -206,7 +206,8 @@ func (r *codexRun) event(o map[string]json.RawMessage) bool {
 //     ResetAt its resets_at (epoch seconds), else now + resets_in_seconds,
 //     else the text's reset, else unknown; usage_not_included (a plan
 //     without Codex): quota, resource "billing", reset unknown;
-//   - a codexErrorInfo: usageLimitExceeded is quota (the text's reset),
+//   - a codexErrorInfo: usageLimitExceeded and rateLimitExceeded are
+//     quota (the text's reset),
 //     serverOverloaded and internalServerError transient, unauthorized
 //     auth, responseTooManyFailedAttempts with 429 secondary (other
 //     statuses by status), httpConnectionFailed and stream failures
@@ -398,7 +399,9 @@ func (r *codexRun) errorInfoVerdict(info codexInfo, now time.Time, loc *time.Loc
 	name := strings.ToLower(strings.ReplaceAll(info.name, "_", ""))
 	var out provider.Outcome
 	switch name {
-	case "usagelimitexceeded":
+	case "usagelimitexceeded", "ratelimitexceeded":
+		// Both are the account's limit (docs/agents.md): a quota whose
+		// reset only the text may state.
 		reset, why := r.textReset(now, loc)
 		out = quotaOut(p, "", label+why, reset, now)
 	case "serveroverloaded", "internalservererror":

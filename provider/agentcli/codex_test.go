@@ -78,6 +78,18 @@ func TestClassifyCodex(t *testing.T) {
 			want:   want{class: provider.ClassQuota, reset: at(t, "America/New_York", 2026, 8, 8, 12, 30), retryAfter: -1, reason: "codexErrorInfo usageLimitExceeded"},
 		},
 		{
+			name:   "codexErrorInfo rateLimitExceeded: quota, the text's reset",
+			exit:   1,
+			stdout: jsonLine(map[string]any{"method": "error", "params": map[string]any{"error": map[string]any{"message": cxTeam, "codexErrorInfo": "rateLimitExceeded"}}}) + "\n",
+			want:   want{class: provider.ClassQuota, reset: at(t, "America/New_York", 2026, 8, 8, 12, 30), retryAfter: -1, reason: "codexErrorInfo rateLimitExceeded"},
+		},
+		{
+			name:   "codexErrorInfo rate_limit_exceeded without a text: quota, reset unknown",
+			exit:   1,
+			stderr: `{"msg":{"type":"error","message":"rate limited","codex_error_info":"rate_limit_exceeded"}}` + "\n",
+			want:   want{class: provider.ClassQuota, retryAfter: -1, reason: "codexErrorInfo rate_limit_exceeded, reset unknown"},
+		},
+		{
 			name:   "codexErrorInfo serverOverloaded",
 			exit:   1,
 			stdout: `{"error":{"message":"overloaded","codexErrorInfo":"serverOverloaded"}}` + "\n",
