@@ -28,10 +28,34 @@ var kimiTexts = []struct {
 }{
 	{"membership expired", provider.ClassQuota},
 	{"authorization failed", provider.ClassAuth},
+	// Logged out: kimi-cli prints "LLM not set" (with "send /login" or
+	// "Run `kimi login`" in newer releases) when no account is configured.
+	{"llm not set", provider.ClassAuth},
 	{"engine is currently overloaded", provider.ClassTransient},
 	{"max steps reached", provider.ClassPermanent},
 	{"interrupted by user", provider.ClassPermanent},
-	{"llm not set", provider.ClassPermanent},
+}
+
+// kimiBalanceTexts are Moonshot's texts for an empty balance or a
+// suspended account (lower case): quota, resource "billing".
+var kimiBalanceTexts = []string{
+	"insufficient balance",
+	"suspended due to insufficient balance",
+	"account balance",
+	"balance is insufficient",
+	"余额不足",
+	"账户余额",
+	"欠费",
+}
+
+// kimiBalance returns the balance text lower holds, "" when none.
+func kimiBalance(lower string) string {
+	for _, t := range kimiBalanceTexts {
+		if strings.Contains(lower, t) {
+			return t
+		}
+	}
+	return ""
 }
 
 // ClassifyKimi classifies a finished Kimi Code CLI run (`kimi --print …`)
@@ -55,9 +79,13 @@ var kimiTexts = []struct {
 //     resource "billing", reset unknown (an account action); 403 with a
 //     quota text: quota; 5xx: transient; others permanent.
 //
-// A dict that does not parse is classified from its text with the status.
-// Without a provider error: "Membership expired" is quota, "Authorization
-// failed" auth, "The engine is currently overloaded" transient, network
+// A balance text, in the error or without one ("insufficient balance",
+// "Your account … is suspended due to insufficient balance", "account
+// balance", "余额不足"), is quota, resource "billing", reset unknown,
+// whatever the status. A dict that does not parse is classified from its
+// text with the status. Without a provider error: "Membership expired" is
+// quota, "Authorization failed" and "LLM not set" (no account logged in)
+// auth, "The engine is currently overloaded" transient, network
 // failures ("Connection error.", "Request timed out.") transient. Exit 75
 // (EX_TEMPFAIL, which Kimi uses for 429, 5xx, connection and timeout
 // failures) is weak evidence: with no text saying more it is transient.
@@ -100,6 +128,9 @@ func kimi(in *input, now time.Time, _ *time.Location) verdict {
 		} else {
 			label += " with error dict"
 		}
+		if t := kimiBalance(asciiLower(rest)); t != "" {
+			return verdict{out: quotaOut(p, ResourceBilling, fmt.Sprintf("%s: balance text %q (billing)", label, t), time.Time{}, now), ev: ev, seen: seenText}
+		}
 		o := openai.ClassifyHTTP(&http.Response{StatusCode: code, Header: http.Header{}}, body, now)
 		o.Observations = nil
 		if o.Class == provider.ClassQuota && !o.ResetAt.IsZero() {
@@ -108,6 +139,9 @@ func kimi(in *input, now time.Time, _ *time.Location) verdict {
 		return verdict{out: relabel(o, p, label+":"), ev: ev, seen: seenText}
 	}
 	lower, network := in.all()
+	if t := kimiBalance(lower); t != "" {
+		return verdict{out: quotaOut(p, ResourceBilling, fmt.Sprintf("balance text %q (billing)", t), time.Time{}, now), ev: evText, seen: seenText}
+	}
 	for _, kt := range kimiTexts {
 		if !strings.Contains(lower, kt.text) {
 			continue
