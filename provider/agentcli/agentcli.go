@@ -105,7 +105,7 @@ var classifiers = []struct {
 	{ProviderCodex, codex, true},
 	{ProviderGeminiCLI, geminiCLI, true},
 	{ProviderKimi, kimi, false},
-	{ProviderCopilot, copilot, false},
+	{ProviderCopilot, copilot, true},
 }
 
 // ClassifyAuto classifies a finished command whose program is not known:

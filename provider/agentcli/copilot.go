@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -47,6 +48,12 @@ var copilotAuthTexts = []string{
 // automatically switched you to …", which is a fallback, not a failure).
 // Otherwise, in order:
 //
+//   - a session.error event of its JSON output (`--output-format json`,
+//     {"type":"session.error","data":{"errorType","message","statusCode"}},
+//     the last one first): errorType "quota" (or statusCode 402) is the
+//     premium-request quota as below; "rate_limit" (or 429) a throttle as
+//     below, secondary unless its wait is long; an authentication
+//     errorType (or 401) auth;
 //   - an error body {"error":{"message":"You have no quota","code":
 //     "quota_exceeded"}}, "You have no quota" (as in "✗ 402 You have no
 //     quota (Request ID: …)") or "Quota exceeded. Upgrade to increase your
@@ -74,7 +81,84 @@ func copilot(in *input, now time.Time, _ *time.Location) verdict {
 	if v.seen == seenNone && in.exit != 0 && (copilotMark(in.stderr) || copilotMark(in.stdout)) {
 		v.seen = seenText
 	}
+	if _, format := copilotEvents(in); format {
+		v.seen = seenFormat
+	}
 	return v
+}
+
+// copilotErr is a session.error event of Copilot CLI's JSON output
+// (`--output-format json`): {"type":"session.error","data":{"errorType":
+// "quota","message":…,"statusCode":402}}.
+type copilotErr struct {
+	typ, message string
+	status       int
+}
+
+// copilotEventPrefixes are the namespaces of Copilot CLI's event types
+// ("session.start", "assistant.message", …).
+var copilotEventPrefixes = []string{"session.", "assistant.", "tool.", "user."}
+
+// copilotEvents returns the session.error events of stdout's JSON lines,
+// and whether any line was one of Copilot CLI's events (a namespaced
+// type with a data object).
+func copilotEvents(in *input) (errs []copilotErr, format bool) {
+	for _, l := range in.lines() {
+		if l.obj == nil {
+			continue
+		}
+		typ := str(l.obj["type"])
+		data := obj(l.obj["data"])
+		if data == nil || !hasPrefix(typ, copilotEventPrefixes) {
+			continue
+		}
+		format = true
+		if typ == "session.error" {
+			errs = append(errs, copilotErr{
+				typ:     strings.ToLower(strings.TrimSpace(str(data["errorType"]))),
+				message: str(data["message"]),
+				status:  status(data["statusCode"]),
+			})
+		}
+	}
+	return errs, format
+}
+
+// hasPrefix reports whether s starts with one of prefixes.
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// copilotEventVerdict classifies a session.error event: errorType quota
+// (or status 402) is the premium-request quota, rate_limit (or 429) a
+// throttle, an authentication error (or 401) auth.
+func copilotEventVerdict(e copilotErr, all string, now time.Time) (verdict, bool) {
+	label := "session.error"
+	if e.typ != "" {
+		label += " " + e.typ
+	}
+	if e.status != 0 {
+		label += fmt.Sprintf(" (HTTP %d)", e.status)
+	}
+	label = withMsg(label, e.message)
+	switch {
+	case e.typ == "quota" || e.status == http.StatusPaymentRequired:
+		return verdict{out: copilotQuota(label, all, now), ev: evStructured, seen: seenFormat}, true
+	case e.typ == "rate_limit" || e.status == http.StatusTooManyRequests:
+		res := ResourceRequests
+		if strings.Contains(strings.ToLower(e.message), "token usage") {
+			res = ResourceTokens
+		}
+		return verdict{out: copilotThrottle(label, res, e.message+"\n"+all, now), ev: evStructured, seen: seenFormat}, true
+	case strings.Contains(e.typ, "auth") || e.status == http.StatusUnauthorized:
+		return verdict{out: provider.Unknown(ProviderCopilot, provider.ClassAuth, label), ev: evStructured, seen: seenFormat}, true
+	}
+	return verdict{}, false
 }
 
 // copilotMark reports whether a line starts with the "✗ " Copilot CLI
@@ -92,7 +176,14 @@ func copilotClassify(in *input, now time.Time) verdict {
 	all := strings.Join(texts, "\n")
 	lower, network := in.all()
 
-	// Structured: the error bodies Copilot relays.
+	// Structured: the session.error events of its JSON output, the last
+	// first, then the error bodies Copilot relays.
+	errs, _ := copilotEvents(in)
+	for i := len(errs) - 1; i >= 0; i-- {
+		if v, ok := copilotEventVerdict(errs[i], all, now); ok {
+			return v
+		}
+	}
 	if strings.Contains(all, "quota_exceeded") || strings.Contains(all, "rate_limited") {
 		for _, t := range texts {
 			for _, o := range embeddedObjects(t) {
