@@ -106,6 +106,7 @@ var classifiers = []struct {
 	{ProviderGeminiCLI, geminiCLI, true},
 	{ProviderKimi, kimi, false},
 	{ProviderCopilot, copilot, true},
+	{ProviderAntigravity, antigravity, true},
 }
 
 // ClassifyAuto classifies a finished command whose program is not known:
@@ -114,10 +115,11 @@ var classifiers = []struct {
 //
 // Each answer is ranked by three things. How surely the output is that
 // CLI's: its own protocol (Claude Code's stream-json events, Codex's
-// `exec --json` events, Gemini CLI's stream-json or json error object)
+// `exec --json` events, Gemini CLI's stream-json or json error object,
+// Copilot CLI's JSON events, Antigravity's events with a conversation_id)
 // beats a text only that CLI prints ("You've hit your usage limit", Kimi's
-// "Error code: 429 - {…}", gh's "API rate limit exceeded"), which beats
-// nothing. The evidence behind its class: a field of the CLI's structured
+// "Error code: 429 - {…}", Antigravity's "Individual quota reached", gh's
+// "API rate limit exceeded"), which beats nothing. The evidence behind its class: a field of the CLI's structured
 // output (a rejected rate_limit_event, a usage_limit_reached body, an
 // error dict) beats a text that CLI prints, which beats a generic text (an
 // HTTP status, "rate limit", "connection refused"), which beats the exit
@@ -143,7 +145,7 @@ var classifiers = []struct {
 //     (EX_TEMPFAIL, "try again later"), permanent otherwise.
 //
 // Remaining ties go to the first of Claude Code, Codex, Gemini CLI, Kimi,
-// Copilot and gh.
+// Copilot, Antigravity and gh.
 func ClassifyAuto(exitCode int, stdout, stderr []byte, now time.Time, loc *time.Location) provider.Outcome {
 	return provider.CleanReason(classifyAuto(exitCode, stdout, stderr, now, loc))
 }

@@ -1,8 +1,8 @@
 // Package agentcli turns what AI agent CLIs print when they fail into
 // layover's outcomes (docs/provider-signals.md §5): Claude Code
 // ([ClassifyClaudeCode]), Codex ([ClassifyCodex]), GitHub Copilot CLI
-// ([ClassifyCopilot]), Kimi Code ([ClassifyKimi]) and Gemini CLI
-// ([ClassifyGeminiCLI]). provider/registry picks a classifier by provider
+// ([ClassifyCopilot]), Kimi Code ([ClassifyKimi]), Gemini CLI
+// ([ClassifyGeminiCLI]) and Antigravity CLI ([ClassifyAntigravity]). provider/registry picks a classifier by provider
 // name, and [ClassifyAuto] asks all of them and gh's (github.ClassifyCLI)
 // when the program is not known.
 //

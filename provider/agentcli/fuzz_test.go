@@ -61,6 +61,14 @@ func fuzzSeeds() []struct {
 		{1, gmResult("RetryableQuotaError", "Quota limit hit. Retrying after 26s."), "Attempt 1 failed with status 429. Retrying with backoff..."},
 		{1, "", "gh: API rate limit exceeded for user ID 1234567. (HTTP 403)"},
 		{41, "", ""},
+		{1, jsonLine(map[string]any{"method": "error", "params": map[string]any{"error": map[string]any{"message": cxTeam, "codexErrorInfo": "rateLimitExceeded"}}}) + "\n", ""},
+		{1, lines(cpEventStart, cpEvent("quota", "You have no quota", 402)), cpResetDate},
+		{1, lines(cpEventStart, cpEvent("rate_limit", cpGlobal, 429)), ""},
+		{75, kmBalance + "\n", ""},
+		{1, kmBalanceCN + "\n", "LLM not set"},
+		{1, "", agIndividual + "\n"},
+		{1, agAdmin + "\n", agLoggedOut},
+		{1, lines(`{"type":"init","conversation_id":"c1"}`, `{"type":"result","conversation_id":"c1","status":"error","error":{"message":"Individual quota reached. Resets in 1h0m0s."}}`), agExhausted},
 	}
 	return s
 }
@@ -116,7 +124,10 @@ func FuzzClassifyCodex(f *testing.F)      { fuzzClassifier(f, ProviderCodex, Cla
 func FuzzClassifyCopilot(f *testing.F)    { fuzzClassifier(f, ProviderCopilot, ClassifyCopilot) }
 func FuzzClassifyKimi(f *testing.F)       { fuzzClassifier(f, ProviderKimi, ClassifyKimi) }
 func FuzzClassifyGeminiCLI(f *testing.F)  { fuzzClassifier(f, ProviderGeminiCLI, ClassifyGeminiCLI) }
-func FuzzClassifyAuto(f *testing.F)       { fuzzClassifier(f, ProviderAuto, ClassifyAuto) }
+func FuzzClassifyAntigravity(f *testing.F) {
+	fuzzClassifier(f, ProviderAntigravity, ClassifyAntigravity)
+}
+func FuzzClassifyAuto(f *testing.F) { fuzzClassifier(f, ProviderAuto, ClassifyAuto) }
 
 var reYear = regexp.MustCompile(`\b[0-9]{4}\b`)
 

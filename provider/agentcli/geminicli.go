@@ -153,8 +153,8 @@ func (r *geminiRun) jsonError(o map[string]json.RawMessage) {
 // event reads one stream-json event and reports whether it was one.
 func (r *geminiRun) event(o map[string]json.RawMessage) bool {
 	typ := str(o["type"])
-	if !geminiEvents[typ] {
-		return false
+	if !geminiEvents[typ] || o["conversation_id"] != nil {
+		return false // not an event, or Antigravity's (which names conversations)
 	}
 	if typ == "result" {
 		if _, ok := o["status"]; !ok {

@@ -37,6 +37,10 @@ var geminiCLI = func() *Provider {
 	return p
 }()
 
+// antigravity (agy) names no resource of its own: its quota is
+// recorded under unnamed.
+var antigravity = agentCLI(agentcli.ProviderAntigravity, "Antigravity CLI", agentcli.ClassifyAntigravity, nil)
+
 // unnamed is the resource an agent CLI's limit is recorded under when its
 // output names none.
 const unnamed = "usage"

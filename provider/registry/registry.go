@@ -152,7 +152,7 @@ func (a *API) Key(getenv func(string) string) string {
 }
 
 // all is every provider, in the order All lists them.
-var all = []*Provider{gitHub, anthropicAPI, openAIAPI, geminiAPI, claudeCode, codex, copilot, kimi, geminiCLI}
+var all = []*Provider{gitHub, anthropicAPI, openAIAPI, geminiAPI, claudeCode, codex, copilot, kimi, geminiCLI, antigravity}
 
 // byName indexes all.
 var byName = func() map[string]*Provider {

@@ -31,7 +31,7 @@ func env(kv ...string) func(string) string {
 // defaults among them; and a free endpoint for GitHub alone.
 func TestEveryProviderOnceWithAllFields(t *testing.T) {
 	t.Parallel()
-	want := []string{"github", "anthropic", "openai", "gemini", "claude-code", "codex", "copilot", "kimi", "gemini-cli"}
+	want := []string{"github", "anthropic", "openai", "gemini", "claude-code", "codex", "copilot", "kimi", "gemini-cli", "antigravity"}
 	if got := registry.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
