@@ -4,7 +4,7 @@
 // host and every store can share it without a cycle.
 //
 // The lifecycle is that of docs/lifecycle.md: a job is ready, running, deferred,
-// resumable, blocked, or ended (complete, failed, cancelled). Every write
+// resumable, auth-wait, blocked, or ended (complete, failed, cancelled). Every write
 // about a claimed job carries its fence, a number that grows with every
 // claim; a write with an older fence is refused.
 package job
@@ -24,6 +24,7 @@ const (
 	Running   State = "running"   // claimed by a host, its process running
 	Deferred  State = "deferred"  // waiting for a quota reset
 	Resumable State = "resumable" // its wake-up came; preflight next
+	AuthWait  State = "auth-wait" // waiting for working credentials (never for a quota reset)
 	Blocked   State = "blocked"   // needs an operator (unblock or cancel)
 	Complete  State = "complete"
 	Failed    State = "failed"
@@ -31,7 +32,7 @@ const (
 )
 
 // States lists every state, in lifecycle order.
-var States = []State{Ready, Running, Deferred, Resumable, Blocked, Complete, Failed, Cancelled}
+var States = []State{Ready, Running, Deferred, Resumable, AuthWait, Blocked, Complete, Failed, Cancelled}
 
 // Terminal reports whether s is an end state.
 func (s State) Terminal() bool { return s == Complete || s == Failed || s == Cancelled }
@@ -69,10 +70,13 @@ type Spec struct {
 	EnvNames []string `json:"env_names"`
 	// Quota names the quotas the job draws on, as "github" or
 	// "github:RESOURCE".
-	Quota    []string  `json:"quota"`
-	Provider string    `json:"provider"`
-	Priority int       `json:"priority"` // higher runs first; default 0
-	Deadline time.Time `json:"deadline"` // the job is cancelled if not done by then
+	Quota    []string `json:"quota"`
+	Provider string   `json:"provider"`
+	Priority int      `json:"priority"` // higher runs first; default 0
+	// Deadline: the job is cancelled if not done by then (failed, if it is
+	// waiting for credentials then). Zero: none; the host gives a job
+	// submitted without one DefaultDeadline.
+	Deadline time.Time `json:"deadline"`
 	// Shell commands (sh -c) run by the host around the job.
 	ResumeCmd string `json:"resume_cmd"` // run instead of Argv on a resume; may hold {session_id}
 	CheckCmd  string `json:"check_cmd"`  // before a resume: 0 done, 1 run, other blocked
@@ -86,6 +90,11 @@ type Spec struct {
 	// long is taken back (0: off). A heartbeat never renews it.
 	ProgressTimeout time.Duration `json:"progress_timeout"`
 }
+
+// DefaultDeadline is how long after its submission a job submitted without
+// a deadline has to finish: the host sets Spec.Deadline to the submission
+// time plus this.
+const DefaultDeadline = 24 * time.Hour
 
 // Equal reports whether two specs are the same submission. A deadline is
 // compared as an instant, whatever its zone (a store returns it in UTC), and
@@ -137,6 +146,12 @@ type Job struct {
 	// Probes counts deferrals without a declared reset in a row, for the
 	// unknown-reset backoff.
 	Probes int
+	// Runs counts the attempts started, whatever their outcome: a job with
+	// Runs > 0 that starts again is a re-run, which reconciles first
+	// (Spec.CheckCmd).
+	Runs int
+	// Secondaries counts secondary-limit deferrals in a row.
+	Secondaries int
 	// Approved is set by `layover approve`; a resume consumes it.
 	Approved bool
 	// SessionID is the agent session a resume continues, when known.
@@ -181,6 +196,25 @@ type Transition struct {
 	Reason string    `json:"reason"`
 }
 
+// The results of a reconcile check (Check.Result).
+const (
+	CheckComplete = "complete" // check-cmd exit 0: the outcome already holds
+	CheckRun      = "run"      // exit 1: run the job
+	CheckBlocked  = "blocked"  // any other exit, or the check could not run
+)
+
+// Check is one reconcile check, the job's check-cmd run before a re-run.
+type Check struct {
+	Fence int64     `json:"fence"` // the claim it ran under
+	At    time.Time `json:"at"`
+	// Trigger is what the re-run follows: "resume", "transient retry",
+	// "lease lost", "progress deadline", "host stopped".
+	Trigger  string `json:"trigger"`
+	ExitCode *int   `json:"exit_code"` // nil: the check could not run
+	Result   string `json:"result"`    // CheckComplete, CheckRun or CheckBlocked
+	Detail   string `json:"detail"`
+}
+
 // Checkpoint is the last verified stage a job reported.
 type Checkpoint struct {
 	Stage string          `json:"stage"`
@@ -194,6 +228,10 @@ type Receipt struct {
 	Seq      int // 1 for the first receipt of a job
 	JSON     []byte
 	IssuedAt time.Time
+	// HostID is the host that issued it; Fence the fence of the claim it
+	// was issued under (0 for a receipt issued at submission).
+	HostID string
+	Fence  int64
 }
 
 // Host is a registered durable host.

@@ -12,9 +12,10 @@ import (
 // to. A state may also be kept (To == "") while other fields change.
 var next = map[State][]State{
 	Ready:     {Running, Deferred, Cancelled},
-	Running:   {Complete, Ready, Failed, Deferred, Blocked, Cancelled},
+	Running:   {Complete, Ready, Failed, Deferred, AuthWait, Blocked, Cancelled},
 	Deferred:  {Resumable, Deferred, Cancelled},
 	Resumable: {Running, Complete, Deferred, Blocked, Cancelled},
+	AuthWait:  {Ready, Failed, Cancelled},
 	Blocked:   {Ready, Cancelled},
 }
 
@@ -38,6 +39,8 @@ type Change struct {
 	Attempt *Attempt
 	// Receipt is appended (receipts are never edited).
 	Receipt *Receipt
+	// Checked is a reconcile check, appended to the job's checks.
+	Checked *Check
 }
 
 // Check validates c against the job's current record.
@@ -131,4 +134,57 @@ type History struct {
 	Attempts    []Attempt
 	Transitions []Transition
 	Receipts    []Receipt
+	Checks      []Check
+}
+
+// WithWaits returns h with each attempt's WaitedS filled from the
+// transitions: the seconds the job spent deferred or resumable (waiting for
+// a quota) between the end of the attempt before it, or the submission for
+// the first, and its start. A job is in the state of its last transition
+// at or before a moment. h is not changed; an attempt with no start waited
+// nothing.
+func (h History) WithWaits() History {
+	if len(h.Attempts) == 0 {
+		return h
+	}
+	out := h
+	out.Attempts = slices.Clone(h.Attempts)
+	var since time.Time
+	if len(h.Transitions) > 0 {
+		since = h.Transitions[0].At
+	}
+	for i := range out.Attempts {
+		a := &out.Attempts[i]
+		a.WaitedS = 0
+		if !a.StartedAt.IsZero() && !since.IsZero() {
+			a.WaitedS = h.quotaWait(since, a.StartedAt).Seconds()
+		}
+		since = cmp.Or(a.EndedAt, a.StartedAt, since)
+	}
+	return out
+}
+
+// quotaWait is how long within [from, to) the job was deferred or
+// resumable, by h's transitions.
+func (h History) quotaWait(from, to time.Time) time.Duration {
+	var d time.Duration
+	for i, tr := range h.Transitions {
+		if tr.To != Deferred && tr.To != Resumable {
+			continue
+		}
+		start, end := tr.At, to
+		if i+1 < len(h.Transitions) {
+			end = h.Transitions[i+1].At
+		}
+		if start.Before(from) {
+			start = from
+		}
+		if end.After(to) {
+			end = to
+		}
+		if end.After(start) {
+			d += end.Sub(start)
+		}
+	}
+	return d
 }

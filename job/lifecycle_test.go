@@ -26,7 +26,7 @@ func TestSubmitted(t *testing.T) {
 			State: st, Stage: "Quota wait until 15:45", Ownership: job.Retained,
 			CreatedAt: earlier, UpdatedAt: earlier, RunAt: wake, ResumeBy: wake.Add(time.Hour),
 			Fence: 9, LeaseOwner: "host-a", LeaseUntil: now.Add(time.Minute), ProgressBy: now.Add(time.Hour),
-			Attempts: 1, Probes: 2, Approved: true, SessionID: "sess-1", Checkpoint: cp,
+			Attempts: 1, Probes: 2, Runs: 3, Secondaries: 4, Approved: true, SessionID: "sess-1", Checkpoint: cp,
 		}
 	}
 	// kept is given(st) as submitted: the state as wanted, created and
@@ -48,6 +48,7 @@ func TestSubmitted(t *testing.T) {
 		{"deferred", job.Deferred, job.Deferred},
 		{"running", job.Running, ""},
 		{"resumable", job.Resumable, ""},
+		{"auth-wait", job.AuthWait, ""},
 		{"blocked", job.Blocked, ""},
 		{"complete", job.Complete, ""},
 		{"failed", job.Failed, ""},
