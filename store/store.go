@@ -109,12 +109,14 @@ type Store interface {
 	Job(ctx context.Context, id string) (job.Job, error)
 	// ListJobs returns the jobs in state (all when state is ""), oldest first.
 	ListJobs(ctx context.Context, state job.State) ([]job.Job, error)
-	// JobHistory returns a job's attempts, transitions and receipts.
+	// JobHistory returns a job's attempts, transitions, receipts and
+	// reconcile checks.
 	JobHistory(ctx context.Context, id string) (job.History, error)
 	// CountJobs counts jobs per state.
 	CountJobs(ctx context.Context) (map[job.State]int, error)
 
-	// ApplyJob applies one change. fence >= 0 must equal the job's fence
+	// ApplyJob applies one change, with its transition, attempt, receipt and
+	// check, or nothing of it. fence >= 0 must equal the job's fence
 	// (else job.ErrStaleFence); job.NoFence (any fence < 0) skips the
 	// check (operator actions). An operator change that moves a running job elsewhere also
 	// bumps the fence, so the host that held it loses it.
@@ -123,7 +125,8 @@ type Store interface {
 	// ClaimJobs claims up to limit due jobs for hostID: ready jobs whose
 	// RunAt has come, and resumable ones, highest priority first, then
 	// earliest RunAt. Each claim increments the fence and sets the lease
-	// until now+lease, in one transaction. States do not change.
+	// until now+lease, in one transaction. States do not change. No other
+	// state is claimed: an auth-wait job waits for its host's re-check.
 	ClaimJobs(ctx context.Context, hostID string, now time.Time, lease time.Duration, limit int) ([]job.Job, error)
 	// RenewLeases extends the leases hostID holds (id -> fence) to
 	// now+lease and returns the ids whose fence or owner no longer match:
@@ -132,12 +135,15 @@ type Store interface {
 	// SweepJobs does the time-driven transitions due at now and returns how
 	// many of each it made: deferred jobs with retained ownership whose
 	// RunAt came become resumable; deferred or resumable jobs whose ResumeBy
-	// passed, and unfinished jobs past their deadline, are cancelled; claimed
+	// passed, and unfinished jobs past their deadline, are cancelled (but
+	// auth-wait ones, which fail: they never got working credentials); claimed
 	// jobs whose lease expired, or running jobs past their progress
 	// deadline, lose the claim (running ones go back to ready).
 	SweepJobs(ctx context.Context, now time.Time) (SweepResult, error)
 	// NextJobDue is the earliest time a sweep or claim has work: the next
-	// RunAt, ResumeBy, deadline, lease or progress expiry. ok is false when
+	// RunAt, ResumeBy, deadline, lease or progress expiry. It includes an
+	// auth-wait job's RunAt (when its host next re-checks the credentials;
+	// none when zero), though no claim takes that job. ok is false when
 	// nothing is scheduled.
 	NextJobDue(ctx context.Context) (at time.Time, ok bool, err error)
 
@@ -157,6 +163,6 @@ type Store interface {
 type SweepResult struct {
 	Woken     int // deferred -> resumable
 	Expired   int // deferred/resumable -> cancelled (resume_by passed)
-	PastDue   int // -> cancelled (job deadline passed)
+	PastDue   int // -> cancelled, or failed from auth-wait (job deadline passed)
 	Reclaimed int // lease or progress deadline lost
 }

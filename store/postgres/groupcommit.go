@@ -125,16 +125,18 @@ func (r rowSet) unnest(alias string, n int) string {
 // jobColumnTypes are the SQL types of jobColumnNames, in their order.
 var jobColumnTypes = []string{"text", "jsonb", "text", "text", "text", "bigint", "bigint",
 	"bigint", "bigint", "bigint", "text", "bigint", "bigint", "bigint",
-	"bigint", "boolean", "text", "text", "bytea", "bigint"}
+	"bigint", "boolean", "text", "text", "bytea", "bigint", "bigint", "bigint"}
 
 var (
 	// The rows of submitJobs: jobColumns, priority, deadline_ms and
-	// receipt_seq (0 or 1), and the first receipts by job id.
+	// receipt_seq (0 or 1), and the first receipts by job id, with their
+	// issuing host and fence.
 	newJobRows = rowSet{
 		names: slices.Concat(jobColumnNames, []string{"priority", "deadline_ms", "receipt_seq"}),
 		types: slices.Concat(jobColumnTypes, []string{"bigint", "bigint", "bigint"}),
 	}
-	newReceiptRows = rowSet{names: []string{"id", "json", "issued"}, types: []string{"text", "bytea", "bigint"}}
+	newReceiptRows = rowSet{names: []string{"id", "json", "issued", "host_id", "fence"},
+		types: []string{"text", "bytea", "bigint", "text", "bigint"}}
 
 	// The rows of writeJobs: each job's new record (every column of jobs
 	// but spec and created_at, and the history counters) with the row
@@ -143,9 +145,9 @@ var (
 	// receipts.
 	jobRows = rowSet{
 		names: slices.Concat([]string{"id"}, jobColumnNames[2:5], jobColumnNames[6:],
-			[]string{"transition_seq", "receipt_seq", "read_xmin"}),
+			[]string{"transition_seq", "receipt_seq", "check_seq", "read_xmin"}),
 		types: slices.Concat([]string{"text"}, jobColumnTypes[2:5], jobColumnTypes[6:],
-			[]string{"bigint", "bigint", "text"}),
+			[]string{"bigint", "bigint", "bigint", "text"}),
 	}
 	closedRows = rowSet{names: []string{"job_id", "fence", "at_ms", "outcome", "keep"},
 		types: []string{"text", "bigint", "bigint", "text", "text"}}
@@ -153,14 +155,17 @@ var (
 		types: []string{"text", "bigint", "text", "text", "bigint", "text"}}
 	attemptRows = rowSet{names: []string{"job_id", "attempt_id", "fence", "started_at_ms", "ended_at_ms", "outcome",
 		"exit_code", "waited_s"}, types: []string{"text", "text", "bigint", "bigint", "bigint", "text", "bigint", "float8"}}
-	receiptRows = rowSet{names: []string{"job_id", "seq", "json", "issued_at_ms"},
-		types: []string{"text", "bigint", "bytea", "bigint"}}
+	receiptRows = rowSet{names: []string{"job_id", "seq", "json", "issued_at_ms", "host_id", "fence"},
+		types: []string{"text", "bigint", "bytea", "bigint", "text", "bigint"}}
+	checkRows = rowSet{names: []string{"job_id", "seq", "fence", "at_ms", "triggered_by", "exit_code", "result", "detail"},
+		types: []string{"text", "bigint", "bigint", "bigint", "text", "bigint", "text", "text"}}
 )
 
 var (
 	// readJobs reads the jobs $1 names, with their history counters and
 	// row versions.
-	readJobs = `SELECT ` + jobColumns + `, transition_seq, receipt_seq, xmin::text FROM jobs WHERE id = ANY($1::text[])`
+	readJobs = `SELECT ` + jobColumns + `, transition_seq, receipt_seq, check_seq, xmin::text FROM jobs
+	WHERE id = ANY($1::text[])`
 	// lockJobs is readJobs locking the rows, in id order, until the
 	// transaction ends.
 	lockJobs = readJobs + ` ORDER BY id FOR NO KEY UPDATE`
@@ -178,8 +183,8 @@ var (
 	INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
 	SELECT id, 1, '', state, created_at_ms, '` + job.ReasonSubmitted + `' FROM ins
 ), receipt AS (
-	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
-	SELECT r.id, 1, r.json, r.issued FROM ` + newReceiptRows.unnest("r", len(newJobRows.types)+1) + `
+	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms, host_id, fence)
+	SELECT r.id, 1, r.json, r.issued, r.host_id, r.fence FROM ` + newReceiptRows.unnest("r", len(newJobRows.types)+1) + `
 	JOIN ins ON ins.id = r.id
 )
 SELECT id FROM ins`
@@ -254,8 +259,14 @@ var writeParts = [...]struct {
 	}},
 	{&receiptRows, "r", func(from string) string {
 		return `receipt AS (
-	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
+	INSERT INTO job_receipt (job_id, seq, json, issued_at_ms, host_id, fence)
 	SELECT r.* FROM ` + from + ` JOIN upd ON upd.id = r.job_id
+)`
+	}},
+	{&checkRows, "k", func(from string) string {
+		return `checked AS (
+	INSERT INTO job_check (job_id, seq, fence, at_ms, triggered_by, exit_code, result, detail)
+	SELECT k.* FROM ` + from + ` JOIN upd ON upd.id = k.job_id
 )`
 	}},
 }
@@ -434,10 +445,10 @@ func firstErr(errs ...error) error {
 
 // readJob is a job as readJobs read it, or the error of reading it.
 type readJob struct {
-	job                       job.Job
-	transitionSeq, receiptSeq int64
-	xmin                      string
-	err                       error
+	job                                 job.Job
+	transitionSeq, receiptSeq, checkSeq int64
+	xmin                                string
+	err                                 error
 }
 
 // commitGroup writes calls, of distinct jobs, in one transaction (lock:
@@ -459,7 +470,7 @@ func (s *Store) commitGroup(ctx context.Context, calls []*jobCall, lock bool) er
 		default:
 			j, receipts := w.sub.j, 0
 			if rc := w.sub.rc; rc != nil {
-				newReceipts.add(j.ID, receiptJSON(rc), store.MS(rc.IssuedAt))
+				newReceipts.add(j.ID, receiptJSON(rc), store.MS(rc.IssuedAt), rc.HostID, rc.Fence)
 				receipts = 1
 			}
 			newJobs.add(append(jobArgs(j, w.sub.spec), j.Spec.Priority, store.MS(j.Spec.Deadline), receipts)...)
@@ -505,7 +516,7 @@ func (s *Store) commitGroup(ctx context.Context, calls []*jobCall, lock bool) er
 		b.Queue(query, ids).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r readJob
-				r.job, r.err = scanJob(rows, &r.transitionSeq, &r.receiptSeq, &r.xmin)
+				r.job, r.err = scanJob(rows, &r.transitionSeq, &r.receiptSeq, &r.checkSeq, &r.xmin)
 				id := r.job.ID
 				if r.err != nil {
 					// A row that does not decode (a damaged spec) fails
@@ -606,16 +617,17 @@ func receiptJSON(rc *job.Receipt) []byte {
 // groupWrites are the rows a group's changes write, per part of
 // writeJobs.
 type groupWrites struct {
-	jobs, closed, transitions, attempts, receipts *rows
+	jobs, closed, transitions, attempts, receipts, checks *rows
 }
 
 func newGroupWrites(n int) *groupWrites {
 	return &groupWrites{jobs: newRows(&jobRows, n), closed: newRows(&closedRows, 0),
-		transitions: newRows(&transitionRows, n), attempts: newRows(&attemptRows, n), receipts: newRows(&receiptRows, n)}
+		transitions: newRows(&transitionRows, n), attempts: newRows(&attemptRows, n), receipts: newRows(&receiptRows, n),
+		checks: newRows(&checkRows, 0)}
 }
 
 // add checks ch against r, the job as read, and adds the rows that store
-// it, its closed attempts, transition, attempt and receipt. It returns the
+// it, its closed attempts, transition, attempt, receipt and check. It returns the
 // changed job.
 func (g *groupWrites) add(r readJob, fence int64, ch job.Change) (job.Job, error) {
 	old := r.job
@@ -625,16 +637,19 @@ func (g *groupWrites) add(r readJob, fence int64, ch job.Change) (job.Job, error
 		return job.Job{}, err
 	}
 	j = store.MSJob(j)
-	transitionSeq, receiptSeq := r.transitionSeq, r.receiptSeq
+	transitionSeq, receiptSeq, checkSeq := r.transitionSeq, r.receiptSeq, r.checkSeq
 	if ch.To != "" {
 		transitionSeq++
 	}
 	if ch.Receipt != nil {
 		receiptSeq++
 	}
+	if ch.Checked != nil {
+		checkSeq++
+	}
 	// jobRows takes every column of jobArgs but spec and created_at.
 	a := jobArgs(j, nil)
-	g.jobs.add(slices.Concat(a[:1], a[2:5], a[6:], []any{transitionSeq, receiptSeq, r.xmin})...)
+	g.jobs.add(slices.Concat(a[:1], a[2:5], a[6:], []any{transitionSeq, receiptSeq, checkSeq, r.xmin})...)
 	if taken {
 		outcome := job.OutcomeLeaseLost
 		if j.State == job.Cancelled {
@@ -650,15 +665,14 @@ func (g *groupWrites) add(r readJob, fence int64, ch job.Change) (job.Job, error
 		g.transitions.add(id, transitionSeq, string(old.State), string(ch.To), store.MS(ch.Now), ch.Reason)
 	}
 	if a := ch.Attempt; a != nil {
-		var exit *int64
-		if a.ExitCode != nil {
-			code := int64(*a.ExitCode)
-			exit = &code
-		}
-		g.attempts.add(id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome, exit, a.WaitedS)
+		g.attempts.add(id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome, int64OrNil(a.ExitCode),
+			a.WaitedS)
 	}
 	if rc := ch.Receipt; rc != nil {
-		g.receipts.add(id, receiptSeq, receiptJSON(rc), store.MS(rc.IssuedAt))
+		g.receipts.add(id, receiptSeq, receiptJSON(rc), store.MS(rc.IssuedAt), rc.HostID, rc.Fence)
+	}
+	if c := ch.Checked; c != nil {
+		g.checks.add(id, checkSeq, c.Fence, store.MS(c.At), c.Trigger, int64OrNil(c.ExitCode), c.Result, c.Detail)
 	}
 	return j, nil
 }
@@ -668,7 +682,7 @@ func (g *groupWrites) add(r readJob, fence int64, ch job.Change) (job.Job, error
 func (g *groupWrites) query() (string, []any) {
 	args := g.jobs.args()
 	mask := 0
-	for i, part := range [...]*rows{g.closed, g.transitions, g.attempts, g.receipts} {
+	for i, part := range [...]*rows{g.closed, g.transitions, g.attempts, g.receipts, g.checks} {
 		if part.n > 0 {
 			mask |= 1 << i
 			args = append(args, part.args()...)

@@ -49,7 +49,7 @@ import (
 // reads them.
 var jobColumnNames = []string{"id", "spec", "state", "stage", "ownership", "created_at_ms", "updated_at_ms",
 	"run_at_ms", "resume_by_ms", "fence", "lease_owner", "lease_until_ms", "progress_by_ms", "attempts",
-	"probes", "approved", "session_id", "checkpoint_stage", "checkpoint_data", "checkpoint_at_ms"}
+	"probes", "approved", "session_id", "checkpoint_stage", "checkpoint_data", "checkpoint_at_ms", "runs", "secondaries"}
 
 var (
 	jobColumns = strings.Join(jobColumnNames, ", ")
@@ -118,10 +118,13 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	FROM job_attempt WHERE job_id = $1 ORDER BY id`
 	selectTransitions = `SELECT from_state, to_state, at_ms, reason FROM job_transition
 	WHERE job_id = $1 ORDER BY seq`
-	selectReceipts = `SELECT seq, json, issued_at_ms FROM job_receipt WHERE job_id = $1 ORDER BY seq`
+	selectReceipts = `SELECT seq, json, issued_at_ms, host_id, fence FROM job_receipt WHERE job_id = $1 ORDER BY seq`
+	selectChecks   = `SELECT fence, at_ms, triggered_by, exit_code, result, detail FROM job_check
+	WHERE job_id = $1 ORDER BY seq`
 
 	// nextJobDue is the earliest of what SweepJobs and ClaimJobs look for,
-	// one index look-up each (NULL: nothing). A deadline, resume_by or
+	// and of the credential re-checks of auth-wait jobs (their RunAt; none
+	// when it is 0), one index look-up each (NULL: nothing). A deadline, resume_by or
 	// progress deadline is passed one millisecond after it (the sweep's
 	// "<"). "fence >= 0", true of every job, matches jobs_claimable_at's
 	// predicate (see migration 003).
@@ -131,7 +134,9 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	(SELECT min(lease_until_ms) FROM jobs WHERE lease_owner <> ''),
 	(SELECT min(progress_by_ms) + 1 FROM jobs WHERE progress_by_ms > 0 AND state = 'running'),
 	(SELECT min(resume_by_ms) + 1 FROM jobs WHERE resume_by_ms > 0 AND state IN ` + waitingStates + `),
-	(SELECT min(deadline_ms) + 1 FROM jobs WHERE deadline_ms > 0 AND state IN ` + unfinishedStates + `))`
+	(SELECT min(deadline_ms) + 1 FROM jobs WHERE deadline_ms > 0 AND state IN ` + unfinishedStates + `),
+	(SELECT min(run_at_ms) FROM jobs WHERE run_at_ms > 0 AND state = 'auth-wait'),
+	(SELECT min(deadline_ms) + 1 FROM jobs WHERE deadline_ms > 0 AND state = 'auth-wait'))`
 
 	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms, lease_ms) VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
@@ -160,6 +165,12 @@ var sweepSteps = [...]sweepStep{
 		set:     cancelSet,
 		reason:  job.ReasonPastDue,
 		outcome: job.OutcomeKilled,
+	},
+	{ // PastDue: a job still waiting for credentials at its deadline
+		// failed. It holds no claim (leaving running ended it).
+		cond:   `deadline_ms > 0 AND state = 'auth-wait' AND deadline_ms < $1`,
+		set:    `state = 'failed', stage = '', updated_at_ms = $1, transition_seq = transition_seq + 1`,
+		reason: job.ReasonPastDue,
 	},
 	{ // Expired
 		cond:    `resume_by_ms > 0 AND state IN ` + waitingStates + ` AND resume_by_ms < $1`,
@@ -308,7 +319,7 @@ func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	return out, nil
 }
 
-// JobHistory implements store.Store. The three lists are read from one
+// JobHistory implements store.Store. The four lists are read from one
 // snapshot (a read-only REPEATABLE READ transaction).
 func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
 	var h job.History
@@ -335,10 +346,15 @@ func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) 
 				h.Receipts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Receipt, error) {
 					rc := job.Receipt{JobID: id}
 					var issued int64
-					err := row.Scan(&rc.Seq, &rc.JSON, &issued)
+					err := row.Scan(&rc.Seq, &rc.JSON, &issued, &rc.HostID, &rc.Fence)
 					rc.IssuedAt = store.FromMS(issued)
 					return rc, err
 				})
+				return err
+			})
+			b.Queue(selectChecks, id).Query(func(rows pgx.Rows) error {
+				var err error
+				h.Checks, err = pgx.CollectRows(rows, scanCheck)
 				return err
 			})
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -362,12 +378,35 @@ func scanAttempt(row pgx.CollectableRow) (job.Attempt, error) {
 	if err := row.Scan(&a.ID, &a.Fence, &started, &ended, &a.Outcome, &exit, &a.WaitedS); err != nil {
 		return job.Attempt{}, err
 	}
-	a.StartedAt, a.EndedAt = store.FromMS(started), store.FromMS(ended)
-	if exit != nil {
-		code := int(*exit)
-		a.ExitCode = &code
-	}
+	a.StartedAt, a.EndedAt, a.ExitCode = store.FromMS(started), store.FromMS(ended), intOrNil(exit)
 	return a, nil
+}
+
+func scanCheck(row pgx.CollectableRow) (job.Check, error) {
+	var c job.Check
+	var at int64
+	var exit *int64
+	err := row.Scan(&c.Fence, &at, &c.Trigger, &exit, &c.Result, &c.Detail)
+	c.At, c.ExitCode = store.FromMS(at), intOrNil(exit)
+	return c, err
+}
+
+// intOrNil is an exit code as read: nil for NULL.
+func intOrNil(v *int64) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+// int64OrNil is an exit code as written: nil for none.
+func int64OrNil(v *int) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := int64(*v)
+	return &n
 }
 
 func scanTransition(row pgx.CollectableRow) (job.Transition, error) {
@@ -512,8 +551,8 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	return lost, nil
 }
 
-// SweepJobs implements store.Store: cancels the jobs past their deadline,
-// then those whose receipt expired, takes back lost claims and passed
+// SweepJobs implements store.Store: cancels the jobs past their deadline
+// (fails those waiting for credentials), then those whose receipt expired, takes back lost claims and passed
 // progress deadlines, then wakes the due retained deferrals, all in one
 // transaction (one round trip, with sweepPlan). Each job is counted once, by the first
 // rule that moved it. A job another transaction holds at that moment is
@@ -522,7 +561,7 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 	var res store.SweepResult
 	at := store.MS(now)
 	// The count each rule of sweepSteps adds to.
-	counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
+	counts := [len(sweepSteps)]*int{&res.PastDue, &res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
 	err := s.txBatch(ctx, func(b *pgx.Batch) {
 		res = store.SweepResult{}
 		b.Queue(sweepPlan)
@@ -633,7 +672,7 @@ func jobArgs(j job.Job, spec []byte) []any {
 	}
 	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
-		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries}
 }
 
 // scanJob reads a row of jobColumns, then any extra columns into extra.
@@ -647,7 +686,7 @@ func scanJob(row pgx.Row, extra ...any) (job.Job, error) {
 	var cpAt *int64
 	dest := append([]any{&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
 		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
-		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt}, extra...)
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return job.Job{}, err
 	}

@@ -96,7 +96,8 @@ func TestPlans(t *testing.T) {
 		}
 	}
 	// The writes of a group deferring two ready jobs, as read, with every
-	// part of writeJobs: an attempt each, and one closed.
+	// part of writeJobs: an attempt and a reconcile check each, and one
+	// closed.
 	writes := newGroupWrites(2)
 	for _, id := range []string{"ready-1", "ready-2"} {
 		r := readJob{job: job.Job{ID: id, State: job.Ready}, transitionSeq: 1, xmin: "1"}
@@ -105,6 +106,7 @@ func TestPlans(t *testing.T) {
 		}
 		writes.closed.add(id, int64(1), now, job.OutcomeLeaseLost, (*string)(nil))
 		writes.attempts.add(id, "a1", int64(1), now, now, "deferred", (*int64)(nil), 0.0)
+		writes.checks.add(id, int64(1), int64(1), now, "resume", (*int64)(nil), job.CheckRun, "")
 	}
 	writeQuery, writeArgs := writes.query()
 	if writeQuery != writeJobs()[len(writeJobs())-1] {

@@ -243,8 +243,8 @@ func TestOpenConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil || fmt.Sprint(versions) != "[1 2 3 4]" {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4]", versions, err)
+	if err != nil || fmt.Sprint(versions) != "[1 2 3 4 5]" {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", versions, err)
 	}
 	st, err := s.AllStates(t.Context())
 	if err != nil || len(st) != 1 || st[0].Remaining != n-1 {
@@ -404,7 +404,9 @@ func TestLedgerAcrossPools(t *testing.T) {
 }
 
 // TestMigrateFromVersion2: a store made by a layover that knew migrations 1
-// and 2 is brought up to date by Open, its data kept.
+// and 2 is brought up to date by Open, its data kept: a job of then reads
+// with no runs, secondaries nor checks, its receipt from no host at fence
+// 0, and it can wait for credentials.
 func TestMigrateFromVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -432,13 +434,34 @@ func TestMigrateFromVersion2(t *testing.T) {
 		applied_at timestamptz NOT NULL DEFAULT now());
 		INSERT INTO schema_migrations (version, name) VALUES (1, '001_ledger'), (2, '002_jobs');
 		INSERT INTO quota_state VALUES ('api.github.com', 'octocat', 'core', 5000, 42, 1794319445123, true,
-			1794319445, 1794319000000, 'host-a', 'headers', '')`); err != nil {
+			1794319445, 1794319000000, 'host-a', 'headers', '');
+		INSERT INTO jobs (id, spec, state, stage, ownership, priority, deadline_ms, created_at_ms, updated_at_ms,
+			run_at_ms, resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts, probes, approved,
+			session_id, transition_seq, receipt_seq)
+			VALUES ('old', '{"argv":["true"]}', 'running', '', '', 0, 0, 1794319000000, 1794319000000, 0, 0, 1,
+			'host-a', 1794319030000, 0, 0, 0, false, '', 2, 1);
+		INSERT INTO job_transition VALUES ('old', 1, '', 'ready', 1794319000000, 'submitted'),
+			('old', 2, 'ready', 'running', 1794319000000, 'claimed');
+		INSERT INTO job_receipt VALUES ('old', 1, '{}', 1794319000000)`); err != nil {
 		t.Fatal(err)
 	}
 
 	s := open(t, dsn)
 	if st, err := s.AllStates(ctx); err != nil || len(st) != 1 || st[0].Remaining != 42 {
 		t.Errorf("AllStates after the upgrade = %+v, %v; want the state stored before", st, err)
+	}
+	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 {
+		t.Errorf("a job from version 2 = %+v, %v; want no runs nor secondaries", j, err)
+	}
+	one := 1
+	check := job.Check{Fence: 1, At: base, Trigger: "resume", ExitCode: &one, Result: job.CheckRun}
+	if _, err := s.ApplyJob(ctx, "old", 1, job.Change{To: job.AuthWait, Reason: "auth", Now: base, Checked: &check}); err != nil {
+		t.Fatalf("a job from version 2 to auth-wait: %v", err)
+	}
+	h, err := s.JobHistory(ctx, "old")
+	if err != nil || len(h.Receipts) != 1 || h.Receipts[0].HostID != "" || h.Receipts[0].Fence != 0 ||
+		len(h.Checks) != 1 || len(h.Transitions) != 3 {
+		t.Errorf("history of a job from version 2 = %+v, %v; want its receipt from no host at fence 0, one check, 3 transitions", h, err)
 	}
 	j := job.Job{ID: "j1", Spec: job.Spec{Argv: []string{"true"}}}
 	if _, _, err := s.SubmitJob(ctx, j, nil, base); err != nil {

@@ -31,7 +31,7 @@ import (
 
 const jobColumns = `id, spec, state, stage, ownership, created_at_ms, updated_at_ms, run_at_ms,
 	resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts, probes, approved,
-	session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms`
+	session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms, runs, secondaries`
 
 const (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
@@ -40,12 +40,12 @@ const (
 	// row changed): SubmitJob then reads the stored one. submitted_state
 	// records the submission (see selectSubmission).
 	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms, submitted_state)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 
 	updateJob = `UPDATE jobs SET state = ?, stage = ?, ownership = ?, updated_at_ms = ?, run_at_ms = ?,
 	resume_by_ms = ?, fence = ?, lease_owner = ?, lease_until_ms = ?, progress_by_ms = ?, attempts = ?,
 	probes = ?, approved = ?, session_id = ?, checkpoint_stage = ?, checkpoint_data = ?,
-	checkpoint_at_ms = ? WHERE id = ?`
+	checkpoint_at_ms = ?, runs = ?, secondaries = ? WHERE id = ?`
 
 	// Transitions and receipts number from 1 per job. A job's submission
 	// is not a job_transition row but its own row's submitted_state (since
@@ -53,12 +53,15 @@ const (
 	insertTransition = `INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
 	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_transition WHERE job_id = ?1`
 
-	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms)
-	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM job_receipt WHERE job_id = ?1`
+	insertReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms, host_id, fence)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_receipt WHERE job_id = ?1`
+
+	insertCheck = `INSERT INTO job_check (job_id, seq, fence, at_ms, triggered_by, exit_code, result, detail)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7 FROM job_check WHERE job_id = ?1`
 
 	// A job SubmitJob has just inserted has no receipt yet: its first is
 	// seq 1, with no look-up.
-	insertFirstReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES (?, 1, ?, ?)`
+	insertFirstReceipt = `INSERT INTO job_receipt (job_id, seq, json, issued_at_ms, host_id, fence) VALUES (?, 1, ?, ?, ?, ?)`
 
 	upsertAttempt = `INSERT INTO job_attempt (job_id, attempt_id, fence, started_at_ms, ended_at_ms,
 	outcome, exit_code, waited_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -103,11 +106,15 @@ const (
 	FROM job_attempt WHERE job_id = ? ORDER BY rowid`
 	selectTransitions = `SELECT from_state, to_state, at_ms, reason FROM job_transition
 	WHERE job_id = ? ORDER BY seq`
-	selectReceipts = `SELECT seq, json, issued_at_ms FROM job_receipt WHERE job_id = ? ORDER BY seq`
+	selectReceipts = `SELECT seq, json, issued_at_ms, host_id, fence FROM job_receipt WHERE job_id = ? ORDER BY seq`
+	selectChecks   = `SELECT fence, at_ms, triggered_by, exit_code, result, detail FROM job_check
+	WHERE job_id = ? ORDER BY seq`
 
 	// nextJobDue is the earliest of what SweepJobs and ClaimJobs look for,
-	// one indexed look-up each. A deadline, resume_by or progress deadline
-	// is passed one millisecond after it (the sweep's "<").
+	// and of the credential re-checks of auth-wait jobs (their RunAt; none
+	// when it is 0), one indexed look-up each. A deadline, resume_by or
+	// progress deadline is passed one millisecond after it (the sweep's
+	// "<").
 	nextJobDue = `SELECT MIN(t) FROM (
 		SELECT (SELECT run_at_ms FROM jobs WHERE state = 'ready' AND lease_owner = ''
 			ORDER BY run_at_ms LIMIT 1) AS t
@@ -133,6 +140,10 @@ const (
 			ORDER BY deadline_ms LIMIT 1)
 		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'blocked' AND deadline_ms > 0
 			ORDER BY deadline_ms LIMIT 1)
+		UNION ALL SELECT (SELECT run_at_ms FROM jobs WHERE state = 'auth-wait' AND run_at_ms > 0
+			ORDER BY run_at_ms LIMIT 1)
+		UNION ALL SELECT (SELECT deadline_ms + 1 FROM jobs WHERE state = 'auth-wait' AND deadline_ms > 0
+			ORDER BY deadline_ms LIMIT 1)
 	)`
 
 	upsertHost = `INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms, lease_ms) VALUES (?, ?, ?, ?, ?, ?)
@@ -151,8 +162,11 @@ const (
 const (
 	sweepPastDue = `state IN ('ready', 'running', 'deferred', 'resumable', 'blocked')
 	AND deadline_ms > 0 AND deadline_ms < ?1`
-	sweepExpired = `state IN ('deferred', 'resumable') AND resume_by_ms > 0 AND resume_by_ms < ?1`
-	sweepLease   = `lease_owner <> '' AND lease_until_ms <= ?1`
+	// A job still waiting for credentials at its deadline failed: it never
+	// got to run with working ones.
+	sweepAuthPastDue = `state = 'auth-wait' AND deadline_ms > 0 AND deadline_ms < ?1`
+	sweepExpired     = `state IN ('deferred', 'resumable') AND resume_by_ms > 0 AND resume_by_ms < ?1`
+	sweepLease       = `lease_owner <> '' AND lease_until_ms <= ?1`
 	// A running job past its progress deadline may still hold a live
 	// lease: it may start again only once that lease would have ended, so
 	// that the process it had is gone (its host kills it on losing the
@@ -171,6 +185,8 @@ const (
 
 	sweepCancel = `UPDATE jobs SET state = 'cancelled', stage = '', updated_at_ms = ?1,
 	fence = fence + (lease_owner <> ''), lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE `
+	// An auth-wait job holds no claim (leaving running ended it).
+	sweepFail    = `UPDATE jobs SET state = 'failed', stage = '', updated_at_ms = ?1 WHERE ` + sweepAuthPastDue
 	sweepUnclaim = `UPDATE jobs SET state = CASE state WHEN 'running' THEN 'ready' ELSE state END,
 	stage = CASE state WHEN 'running' THEN '' ELSE stage END, updated_at_ms = ?1,
 	lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE ` + sweepLease
@@ -184,6 +200,7 @@ const (
 	// only ever takes jobs out of the reach of the rules after it, so a rule
 	// with nothing to do here has nothing to do after them either.
 	sweepDue = `SELECT EXISTS (SELECT 1 FROM jobs WHERE ` + sweepPastDue + `),
+	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepAuthPastDue + `),
 	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepExpired + `),
 	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepLease + `),
 	EXISTS (SELECT 1 FROM jobs WHERE ` + sweepProgress + `),
@@ -203,6 +220,7 @@ var sweepSteps = [...]struct {
 }{
 	{job.Cancelled, job.ReasonPastDue, job.OutcomeKilled, sweepTransitions + sweepPastDue,
 		sweepAttempts + sweepPastDue + `)`, sweepCancel + sweepPastDue},
+	{job.Failed, job.ReasonPastDue, "", sweepTransitions + sweepAuthPastDue, "", sweepFail},
 	{job.Cancelled, job.ReasonExpired, job.OutcomeKilled, sweepTransitions + sweepExpired,
 		sweepAttempts + sweepExpired + `)`, sweepCancel + sweepExpired},
 	{job.Ready, job.ReasonLeaseLost, job.OutcomeLeaseLost, sweepTransitions + sweepLease + ` AND state = 'running'`,
@@ -244,7 +262,7 @@ func (s *Store) SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now t
 			}
 		}
 		if rc != nil {
-			if _, err := b.Exec(insertFirstReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
+			if _, err := b.Exec(insertFirstReceipt, j.ID, rc.JSON, store.MS(rc.IssuedAt), rc.HostID, rc.Fence); err != nil {
 				return err
 			}
 		}
@@ -307,7 +325,7 @@ func (s *Store) CountJobs(ctx context.Context) (map[job.State]int, error) {
 	return out, wrapErr("count jobs", rows.Err())
 }
 
-// JobHistory implements store.Store. The three lists are read from one
+// JobHistory implements store.Store. The four lists are read from one
 // snapshot.
 func (s *Store) JobHistory(ctx context.Context, id string) (job.History, error) {
 	h, err := s.jobHistory(ctx, id)
@@ -357,11 +375,7 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 			rows.Close()
 			return job.History{}, err
 		}
-		a.StartedAt, a.EndedAt = store.FromMS(started), store.FromMS(ended)
-		if exit.Valid {
-			code := int(exit.Int64)
-			a.ExitCode = &code
-		}
+		a.StartedAt, a.EndedAt, a.ExitCode = store.FromMS(started), store.FromMS(ended), intOrNil(exit)
 		h.Attempts = append(h.Attempts, a)
 	}
 	if err := closeRows(rows); err != nil {
@@ -390,14 +404,48 @@ func (s *Store) jobHistory(ctx context.Context, id string) (job.History, error) 
 	for rows.Next() {
 		rc := job.Receipt{JobID: id}
 		var issued int64
-		if err := rows.Scan(&rc.Seq, &rc.JSON, &issued); err != nil {
+		if err := rows.Scan(&rc.Seq, &rc.JSON, &issued, &rc.HostID, &rc.Fence); err != nil {
 			rows.Close()
 			return job.History{}, err
 		}
 		rc.IssuedAt = store.FromMS(issued)
 		h.Receipts = append(h.Receipts, rc)
 	}
+	if err := closeRows(rows); err != nil {
+		return job.History{}, err
+	}
+	if rows, err = query(selectChecks); err != nil {
+		return job.History{}, err
+	}
+	for rows.Next() {
+		var c job.Check
+		var at int64
+		var exit sql.NullInt64
+		if err := rows.Scan(&c.Fence, &at, &c.Trigger, &exit, &c.Result, &c.Detail); err != nil {
+			rows.Close()
+			return job.History{}, err
+		}
+		c.At, c.ExitCode = store.FromMS(at), intOrNil(exit)
+		h.Checks = append(h.Checks, c)
+	}
 	return h, closeRows(rows)
+}
+
+// nullableInt is *p, or NULL when p is nil.
+func nullableInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// intOrNil is v as an exit code: nil for NULL.
+func intOrNil(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	n := int(v.Int64)
+	return &n
 }
 
 func closeRows(rows *sql.Rows) error {
@@ -457,17 +505,19 @@ func applyJob(b *batch, id string, fence int64, ch job.Change) (job.Job, error) 
 		}
 	}
 	if a := ch.Attempt; a != nil {
-		var exit any
-		if a.ExitCode != nil {
-			exit = *a.ExitCode
-		}
 		if _, err := b.Exec(upsertAttempt, id, a.ID, a.Fence, store.MS(a.StartedAt), store.MS(a.EndedAt), a.Outcome,
-			exit, a.WaitedS); err != nil {
+			nullableInt(a.ExitCode), a.WaitedS); err != nil {
 			return job.Job{}, err
 		}
 	}
 	if rc := ch.Receipt; rc != nil {
-		if _, err := b.Exec(insertReceipt, id, rc.JSON, store.MS(rc.IssuedAt)); err != nil {
+		if _, err := b.Exec(insertReceipt, id, rc.JSON, store.MS(rc.IssuedAt), rc.HostID, rc.Fence); err != nil {
+			return job.Job{}, err
+		}
+	}
+	if c := ch.Checked; c != nil {
+		if _, err := b.Exec(insertCheck, id, c.Fence, store.MS(c.At), c.Trigger, nullableInt(c.ExitCode), c.Result,
+			c.Detail); err != nil {
 			return job.Job{}, err
 		}
 	}
@@ -528,8 +578,8 @@ func (s *Store) RenewLeases(ctx context.Context, hostID string, held map[string]
 	return lost, nil
 }
 
-// SweepJobs implements store.Store: cancels the jobs past their deadline,
-// then those whose receipt expired, takes back lost claims and passed
+// SweepJobs implements store.Store: cancels the jobs past their deadline
+// (fails those waiting for credentials), then those whose receipt expired, takes back lost claims and passed
 // progress deadlines, then wakes the due retained deferrals, all in one
 // transaction. Each job is counted once, by the first rule that moved it.
 func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult, error) {
@@ -538,9 +588,9 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 	err := s.write(ctx, func(b *batch) error {
 		res = store.SweepResult{}
 		// The count each rule of sweepSteps adds to.
-		counts := [len(sweepSteps)]*int{&res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
+		counts := [len(sweepSteps)]*int{&res.PastDue, &res.PastDue, &res.Expired, &res.Reclaimed, &res.Reclaimed, &res.Woken}
 		var due [len(sweepSteps)]bool
-		if err := b.QueryRow(sweepDue, at).Scan(&due[0], &due[1], &due[2], &due[3], &due[4]); err != nil {
+		if err := b.QueryRow(sweepDue, at).Scan(&due[0], &due[1], &due[2], &due[3], &due[4], &due[5]); err != nil {
 			return err
 		}
 		for i, st := range sweepSteps {
@@ -680,7 +730,7 @@ func jobArgs(j job.Job, spec []byte) []any {
 	}
 	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
-		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt}
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries}
 }
 
 func scanJob(row rowScanner) (job.Job, error) {
@@ -692,7 +742,7 @@ func scanJob(row rowScanner) (job.Job, error) {
 	var cpAt sql.NullInt64
 	if err := row.Scan(&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
 		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
-		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt); err != nil {
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries); err != nil {
 		return job.Job{}, err
 	}
 	if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {

@@ -202,6 +202,8 @@ func submitAll(t *testing.T, s *sqlite.Store, n int, mk func(i int) job.Job) {
 // kept a job's submission as its first job_transition row (schema 2): the
 // old job's history reads as before and goes on, and a job submitted after
 // the migration has the same history though no row says its submission.
+// Its rows from before migration 005 read with no runs, secondaries nor
+// checks, and its receipt with no issuing host, at fence 0.
 func TestMigrateSubmissions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -234,6 +236,7 @@ func TestMigrateSubmissions(t *testing.T) {
 			`, ` + strconv.FormatInt(ms, 10) + `, 0, 0, 0, '', 0, 0, 0, 0, 0, '')`,
 		`INSERT INTO job_transition (job_id, seq, from_state, to_state, at_ms, reason)
 		VALUES ('old', 1, '', 'deferred', ` + strconv.FormatInt(ms, 10) + `, 'submitted')`,
+		`INSERT INTO job_receipt (job_id, seq, json, issued_at_ms) VALUES ('old', 1, '{}', ` + strconv.FormatInt(ms, 10) + `)`,
 		// A host registered before hosts recorded their lease (migration 004).
 		`INSERT INTO host (id, hostname, pid, started_at_ms, last_seen_ms) VALUES ('h-old', 'box', 1, 0, ` + strconv.FormatInt(ms, 10) + `)`,
 	} {
@@ -246,6 +249,13 @@ func TestMigrateSubmissions(t *testing.T) {
 	}
 
 	s := open(t, path)
+	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 {
+		t.Errorf("a job from schema 2 = %+v, %v; want no runs nor secondaries", j, err)
+	}
+	if h, err := s.JobHistory(ctx, "old"); err != nil || len(h.Checks) != 0 || len(h.Receipts) != 1 ||
+		h.Receipts[0].HostID != "" || h.Receipts[0].Fence != 0 || string(h.Receipts[0].JSON) != "{}" {
+		t.Errorf("history of a job from schema 2 = %+v, %v; want its receipt, from no host at fence 0, and no checks", h, err)
+	}
 	// Its lease is read as the default lease, by which liveness was judged then.
 	if hosts, err := s.Hosts(ctx); err != nil || len(hosts) != 1 || hosts[0].Lease != 30*time.Second {
 		t.Errorf("a host from schema 2: Hosts = %+v, %v; want one with a 30s lease", hosts, err)

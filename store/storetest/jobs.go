@@ -47,6 +47,12 @@ import (
 //     heartbeat never moves LastSeen back; HostHeartbeat of an unknown host
 //     is job.ErrNotFound; UnregisterHost of an unknown one is no error.
 //   - CountJobs has no entry for a state without jobs.
+//   - An auth-wait job is never claimed nor woken; the sweep fails it once
+//     its deadline has passed (counted in PastDue), and NextJobDue reports
+//     its RunAt (its next credential re-check; none when zero) and its
+//     deadline.
+//   - A change's reconcile check is appended with it, or not at all; a
+//     receipt keeps the host and fence it was issued with.
 func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 
@@ -69,6 +75,10 @@ func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RenewLeases", testRenewLeases},
 		{"SweepJobs", testSweepJobs},
 		{"NextJobDue", testNextJobDue},
+		{"AuthWait", testAuthWait},
+		{"Checks", testChecks},
+		{"ReceiptOrigin", testReceiptOrigin},
+		{"Counters", testCounters},
 		{"Hosts", testHosts},
 	}
 	for _, tt := range tests {
@@ -169,6 +179,8 @@ func diffJob(got, want job.Job) []string {
 	add("LeaseOwner", got.LeaseOwner, want.LeaseOwner)
 	add("Attempts", got.Attempts, want.Attempts)
 	add("Probes", got.Probes, want.Probes)
+	add("Runs", got.Runs, want.Runs)
+	add("Secondaries", got.Secondaries, want.Secondaries)
 	add("Approved", got.Approved, want.Approved)
 	add("SessionID", got.SessionID, want.SessionID)
 	if !got.Spec.Equal(want.Spec) {
@@ -330,8 +342,9 @@ func testSubmitJob(t *testing.T, setup jobsSetup) {
 		j := deferredJob("j1", at(41*time.Minute+500*time.Microsecond))
 		j.Spec.Priority, j.Spec.Deadline, j.Spec.ProgressTimeout = 7, at(24*time.Hour+time.Microsecond), 5*time.Minute
 		j.Probes, j.Attempts, j.Approved, j.SessionID = 2, 1, true, "sess-123"
+		j.Runs, j.Secondaries = 4, 3
 		j.Checkpoint = &job.Checkpoint{Stage: "tests pass", Data: []byte(`{"commit":"abc"}`), At: at(-time.Minute + 1)}
-		rc := &job.Receipt{JSON: receiptJSON(1), IssuedAt: at(0)}
+		rc := &job.Receipt{JSON: receiptJSON(1), IssuedAt: at(0), HostID: hostA}
 		// The store's own fields are the store's: these are ignored.
 		j.Fence, j.LeaseOwner, j.LeaseUntil = 9, "someone", at(time.Hour)
 		j.CreatedAt, j.UpdatedAt = at(-time.Hour), at(-time.Hour)
@@ -353,7 +366,7 @@ func testSubmitJob(t *testing.T, setup jobsSetup) {
 			t.Errorf("attempts = %+v, want none", h.Attempts)
 		}
 		if len(h.Receipts) != 1 || h.Receipts[0].Seq != 1 || h.Receipts[0].JobID != "j1" ||
-			string(h.Receipts[0].JSON) != string(rc.JSON) {
+			string(h.Receipts[0].JSON) != string(rc.JSON) || h.Receipts[0].HostID != hostA || h.Receipts[0].Fence != 0 {
 			t.Fatalf("receipts = %+v, want the one submitted, seq 1", h.Receipts)
 		}
 		if d := diffTime("IssuedAt", h.Receipts[0].IssuedAt, msUTC(rc.IssuedAt)); d != "" {
@@ -372,8 +385,8 @@ func testSubmitJob(t *testing.T, setup jobsSetup) {
 		want.State, want.CreatedAt, want.UpdatedAt = job.Ready, msUTC(at(0)), msUTC(at(0))
 		checkJob(t, "SubmitJob", got, want)
 		checkStored(t, ctx, s, want)
-		if h := mustHistory(t, ctx, s, "bare"); len(h.Receipts) != 0 || len(h.Attempts) != 0 {
-			t.Errorf("history = %+v, want no receipts nor attempts", h)
+		if h := mustHistory(t, ctx, s, "bare"); len(h.Receipts) != 0 || len(h.Attempts) != 0 || len(h.Checks) != 0 {
+			t.Errorf("history = %+v, want no receipts, attempts nor checks", h)
 		}
 	})
 
@@ -928,7 +941,7 @@ func testHistory(t *testing.T, setup jobsSetup) {
 		for i, w := range want {
 			g := got[i]
 			if g.ID != w.ID || g.Fence != w.Fence || g.Outcome != w.Outcome || g.WaitedS != w.WaitedS ||
-				(g.ExitCode == nil) != (w.ExitCode == nil) || (g.ExitCode != nil && *g.ExitCode != *w.ExitCode) {
+				!sameExit(g.ExitCode, w.ExitCode) {
 				t.Errorf("attempt %d = %+v, want %+v", i, g, w)
 			}
 			for _, d := range []string{diffTime("StartedAt", g.StartedAt, msUTC(w.StartedAt)), diffTime("EndedAt", g.EndedAt, msUTC(w.EndedAt))} {
@@ -1519,6 +1532,20 @@ func testNextJobDue(t *testing.T, setup jobsSetup) {
 			mustApply(t, ctx, s, "blocked", c[0].Fence, job.Change{To: job.Running, Reason: "start", Now: at(0)})
 			mustApply(t, ctx, s, "blocked", c[0].Fence, job.Change{To: job.Blocked, Reason: "auth", Now: at(0)})
 		}, at(time.Hour + time.Millisecond), true},
+		{"AuthWaitRecheck", func(t *testing.T, ctx context.Context, s store.Store) {
+			authWaiting(t, ctx, s, "a", at(2*time.Hour), at(15*time.Minute+time.Microsecond))
+		}, at(15 * time.Minute), true},
+		{"AuthWaitDeadline", func(t *testing.T, ctx context.Context, s store.Store) {
+			// A re-check after the deadline: the deadline comes first.
+			authWaiting(t, ctx, s, "a", at(time.Hour), at(2*time.Hour))
+		}, at(time.Hour + time.Millisecond), true},
+		{"AuthWaitNoRecheck", func(t *testing.T, ctx context.Context, s store.Store) {
+			// No RunAt: no re-check is scheduled, only the deadline is due.
+			authWaiting(t, ctx, s, "a", at(3*time.Hour), time.Time{})
+		}, at(3*time.Hour + time.Millisecond), true},
+		{"AuthWaitNothingScheduled", func(t *testing.T, ctx context.Context, s store.Store) {
+			authWaiting(t, ctx, s, "a", time.Time{}, time.Time{})
+		}, time.Time{}, false},
 		{"Earliest", func(t *testing.T, ctx context.Context, s store.Store) {
 			mustSubmit(t, ctx, s, deferredJob("d1", at(10*time.Minute)), nil, at(0))
 			mustSubmit(t, ctx, s, deferredJob("d2", at(4*time.Minute)), nil, at(0))
