@@ -22,10 +22,12 @@ const (
 	AgentCopilot = "copilot"
 	AgentKimi    = "kimi"
 	AgentGemini  = "gemini"
+	// AgentAntigravity is Antigravity CLI, whose program is agy.
+	AgentAntigravity = "antigravity"
 )
 
-// AgentNames are the program names Agent imitates.
-var AgentNames = []string{AgentClaude, AgentCodex, AgentCopilot, AgentKimi, AgentGemini}
+// AgentNames are the CLIs Agent imitates.
+var AgentNames = []string{AgentClaude, AgentCodex, AgentCopilot, AgentKimi, AgentGemini, AgentAntigravity}
 
 // Agent modes: what one invocation does, one per line of FAKE_AGENT_SCRIPT.
 const (
@@ -70,22 +72,32 @@ type agentRun struct {
 
 // Agent runs a fake AI agent CLI with args (without the program name) and
 // returns its exit code. name is the program it imitates: claude, codex,
-// copilot, kimi or gemini (a path or a ".exe" suffix is ignored; the
-// FAKE_AGENT environment variable, when set, wins). Each prints, for the
+// copilot, kimi, gemini or agy (Antigravity; a path or a ".exe" suffix is
+// ignored; the FAKE_AGENT environment variable, when set, wins). Each prints, for the
 // mode its script gives, what that CLI prints in that case, byte for byte
 // where layover's classifiers read it, with its exit code:
 //
 //	claude -p [--output-format text|json|stream-json] [--verbose] [--resume ID | --session-id ID] PROMPT
+//	claude auth status
 //	codex exec [--json] [resume ID] PROMPT
-//	copilot -p PROMPT [--resume ID]
-//	kimi --print [--output-format text|stream-json] [-c PROMPT]
-//	gemini -p PROMPT [-o|--output-format text|json|stream-json] [-m MODEL]
+//	codex login status
+//	copilot -p PROMPT [--resume[=]ID] [--output-format text|json]
+//	kimi --print [--output-format text|stream-json] [-S ID] [-p|-c PROMPT]
+//	gemini -p PROMPT [-o|--output-format text|json|stream-json] [-m MODEL] [-r|--resume ID]
+//	agy -p PROMPT [--conversation ID] [--output-format text|json|stream-json]
 //
-// "--version" prints AgentVersion and reads no script.
+// Each accepts its CLI's resume form (agentcli.Agents' ResumeCmd) and
+// reports its session in that CLI's format: Claude Code's and Gemini CLI's
+// session_id, Codex's thread id (the "session id:" header without --json),
+// Copilot's sessionId (the "--resume=" hint without JSON), Kimi's "To
+// resume this session" hint, Antigravity's conversation_id. "--version"
+// prints AgentVersion and reads no script; the credentials checks
+// (`claude auth status`, `codex login status`) read none either.
 //
 // Environment (read through getenv; nil means os.Getenv):
 //   - FAKE_AGENT: the CLI to imitate, overriding name (claude, codex,
-//     copilot, kimi, gemini; claude-code and gemini-cli too).
+//     copilot, kimi, gemini, antigravity; claude-code, gemini-cli and agy
+//     too).
 //   - FAKE_AGENT_SCRIPT: a file with one mode per invocation, consumed in
 //     order: "ok", "limit [EPOCH]", "limit-text [EPOCH]", "secondary
 //     [SECONDS]", "auth", "overloaded", "fail". Blank lines and lines
@@ -104,10 +116,15 @@ type agentRun struct {
 //   - FAKE_AGENT_SESSION: the session (or thread) id to report when
 //     --resume does not name one (default: one derived from the
 //     invocation).
+//   - FAKE_AGENT_LOGIN: a path; when set, the CLI is logged in only while
+//     it exists. Logged out, every invocation fails with the CLI's auth
+//     error (as the "auth" mode prints it) without taking a script line,
+//     and the credentials check exits 1; logged in (or unset), the check
+//     exits 0.
 //
 // What each CLI prints in each mode, and where the fake departs from the
 // real CLI, is documented on its printer: claudeRun, codexRun, copilotRun,
-// kimiRun and geminiRun. Common departures: no real work is done, the
+// kimiRun, geminiRun and antigravity. Common departures: no real work is done, the
 // answer to every prompt is "done", timings and costs are fixed, and
 // nothing is wrapped to the terminal's width.
 func Agent(name string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -119,9 +136,9 @@ func Agent(name string, args []string, getenv func(string) string, stdout, stder
 		cli = agentName(v)
 	}
 	switch cli {
-	case AgentClaude, AgentCodex, AgentCopilot, AgentKimi, AgentGemini:
+	case AgentClaude, AgentCodex, AgentCopilot, AgentKimi, AgentGemini, AgentAntigravity:
 	default:
-		fmt.Fprintf(stderr, "fake agent: unknown CLI %q (name the program claude, codex, copilot, kimi or gemini, or set FAKE_AGENT)\n", name)
+		fmt.Fprintf(stderr, "fake agent: unknown CLI %q (name the program claude, codex, copilot, kimi, gemini or agy, or set FAKE_AGENT)\n", name)
 		return 2
 	}
 	if p := getenv("FAKE_AGENT_LOG"); p != "" {
@@ -150,15 +167,27 @@ func Agent(name string, args []string, getenv func(string) string, stdout, stder
 		}
 		r.zone = z
 	}
-	line, index, err := nextScriptLine(getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "fake agent: %v\n", err)
-		return 2
+	loggedIn := true
+	if p := getenv("FAKE_AGENT_LOGIN"); p != "" {
+		_, err := os.Stat(p)
+		loggedIn = err == nil
 	}
-	r.index = index
-	if err := r.parseMode(line); err != nil {
-		fmt.Fprintf(stderr, "fake agent: %v\n", err)
-		return 2
+	if r.isAuthCheck() {
+		return r.authCheck(loggedIn)
+	}
+	if loggedIn {
+		line, index, err := nextScriptLine(getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "fake agent: %v\n", err)
+			return 2
+		}
+		r.index = index
+		if err := r.parseMode(line); err != nil {
+			fmt.Fprintf(stderr, "fake agent: %v\n", err)
+			return 2
+		}
+	} else {
+		r.mode = ModeAuth
 	}
 	switch cli {
 	case AgentClaude:
@@ -169,9 +198,53 @@ func Agent(name string, args []string, getenv func(string) string, stdout, stder
 		return r.copilot()
 	case AgentKimi:
 		return r.kimi()
-	default:
+	case AgentGemini:
 		return r.gemini()
+	default:
+		return r.antigravity()
 	}
+}
+
+// isAuthCheck reports whether the invocation is the CLI's credentials
+// check: `claude auth status` or `codex login status`.
+func (r *agentRun) isAuthCheck() bool {
+	if len(r.args) < 2 || r.args[1] != "status" {
+		return false
+	}
+	switch r.name {
+	case AgentClaude:
+		return r.args[0] == "auth"
+	case AgentCodex:
+		return r.args[0] == "login"
+	}
+	return false
+}
+
+// authCheck imitates the credentials check: Claude Code's `auth status`
+// prints a JSON object whose loggedIn decides, and exits 1 when logged
+// out; Codex's `login status` prints "Logged in using ChatGPT" or "Not
+// logged in" (on stderr, where the fake assumes codex-rs writes it) and
+// exits 1 when logged out.
+func (r *agentRun) authCheck(loggedIn bool) int {
+	code := 0
+	if !loggedIn {
+		code = 1
+	}
+	switch r.name {
+	case AgentClaude:
+		method := "claude.ai"
+		if !loggedIn {
+			method = "none"
+		}
+		fmt.Fprintln(r.stdout, ordered{{"loggedIn", loggedIn}, {"authMethod", method}, {"apiProvider", "firstParty"}}.line())
+	default:
+		if loggedIn {
+			fmt.Fprintln(r.stderr, "Logged in using ChatGPT")
+		} else {
+			fmt.Fprintln(r.stderr, "Not logged in")
+		}
+	}
+	return code
 }
 
 // agentName is the CLI a program name or FAKE_AGENT value names.
@@ -186,6 +259,8 @@ func agentName(name string) string {
 		return AgentClaude
 	case "gemini-cli":
 		return AgentGemini
+	case "agy":
+		return AgentAntigravity
 	}
 	return base
 }

@@ -2,14 +2,17 @@ package fake
 
 import (
 	"fmt"
+	"os"
 	"time"
 )
 
 // codex imitates `codex exec` (codex-rs). With --json it prints its JSONL
 // events (thread.started with the thread id, turn.started, then either
 // item.completed and turn.completed, or an error event and turn.failed
-// carrying the error's message); without it, the answer on stdout or
-// "ERROR: <message>" on stderr. Per mode (messages as codex-rs's
+// carrying the error's message); without it, its header on stderr (with
+// "session id: <thread id>"), then the answer on stdout or "ERROR:
+// <message>" on stderr. `codex exec resume ID PROMPT` continues thread
+// ID. Per mode (messages as codex-rs's
 // error.rs writes them):
 //
 //   - ok: the agent message "done"; exit 0.
@@ -63,6 +66,7 @@ func (r *agentRun) codex() int {
 		msg = "Codex ran out of room in the model's context window. Start a new conversation or clear earlier history before retrying."
 	}
 	if !jsonOut {
+		r.codexHeader(thread)
 		if msg == "" {
 			fmt.Fprintln(r.stdout, "done")
 			return 0
@@ -83,6 +87,22 @@ func (r *agentRun) codex() int {
 		ordered{{"type", "error"}, {"message", msg}}.line(),
 		ordered{{"type", "turn.failed"}, {"error", ordered{{"message", msg}}}}.line())
 	return 1
+}
+
+// codexHeader prints what `codex exec` prints on stderr before the turn
+// without --json: its version and settings, with the session (thread) id.
+func (r *agentRun) codexHeader(thread string) {
+	cwd, _ := os.Getwd()
+	writeLines(r.stderr,
+		"OpenAI Codex v"+AgentVersion+" (research preview)",
+		"--------",
+		"workdir: "+cwd,
+		"model: gpt-5-codex",
+		"provider: openai",
+		"approval: never",
+		"sandbox: read-only",
+		"session id: "+thread,
+		"--------")
 }
 
 // codexClock renders a reset as codex-rs does, in local time without a

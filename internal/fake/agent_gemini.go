@@ -45,6 +45,11 @@ const geminiModel = "gemini-2.5-pro"
 //     becomes the exit code).
 //   - fail: FatalInputError "No input provided via stdin. …"; exit 42.
 //
+// The json output starts with the session's "session_id", as newer
+// releases print it; --resume (-r) with a session UUID continues that
+// session ("latest" or an index names one the fake does not keep: a new
+// id is reported).
+//
 // Departures from the real CLI: a terminal quota's headless message may not
 // carry the UI's "Access resets at" text (the fake always does, so that a
 // reset can be scripted); stats are fixed; -m only sets the model named.
@@ -54,11 +59,15 @@ func (r *agentRun) gemini() int {
 	if m, ok := flagValue(r.args, "--model", "-m"); ok && m != "" {
 		model = m
 	}
-	g := geminiRun{r: r, model: model, sid: r.sessionID("")}
+	resumed, _ := flagValue(r.args, "--resume", "-r")
+	if !uuidShaped(resumed) {
+		resumed = "" // "latest" or an index: a session the fake does not keep
+	}
+	g := geminiRun{r: r, model: model, sid: r.sessionID(resumed)}
 	if r.mode == ModeOK {
 		switch format {
 		case "json":
-			out, _ := json.MarshalIndent(ordered{{"response", "done"}, {"stats", g.stats()}}, "", "  ")
+			out, _ := json.MarshalIndent(ordered{{"session_id", g.sid}, {"response", "done"}, {"stats", g.stats()}}, "", "  ")
 			fmt.Fprintln(r.stdout, string(out))
 		case "stream-json":
 			writeLines(r.stdout, g.init(),
@@ -101,7 +110,7 @@ func (r *agentRun) gemini() int {
 	}
 	switch format {
 	case "json":
-		out, _ := json.MarshalIndent(ordered{{"error", ordered{{"type", typ}, {"message", msg}, {"code", code}}}}, "", "  ")
+		out, _ := json.MarshalIndent(ordered{{"session_id", g.sid}, {"error", ordered{{"type", typ}, {"message", msg}, {"code", code}}}}, "", "  ")
 		fmt.Fprintln(r.stderr, string(out))
 	case "stream-json":
 		writeLines(r.stdout, g.init(),
@@ -127,6 +136,21 @@ func (g *geminiRun) init() string {
 
 func (g *geminiRun) stats() ordered {
 	return ordered{{"total_tokens", 30}, {"input_tokens", 24}, {"output_tokens", 6}, {"duration_ms", 812}, {"tool_calls", 0}}
+}
+
+// uuidShaped reports whether s looks like a UUID: 36 characters, dashes
+// at 8, 13, 18 and 23.
+func uuidShaped(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		dash := i == 8 || i == 13 || i == 18 || i == 23
+		if dash != (c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // usZoneName reports whether en-US formatting prints the zone abbreviation

@@ -33,10 +33,24 @@ const (
 //     overloaded, please try again later"; exit 75.
 //   - fail: "Max steps reached: 100"; exit 1.
 //
+// Every run ends with "To resume this session: kimi -r <id>" on stderr;
+// -S/--session ID (or -r/--resume ID) continues session ID. The prompt is
+// -p/--prompt or -c/--command.
+//
 // Departures from the real CLI: it prints through rich, which wraps long
 // lines at the terminal's width (80 columns off a terminal); the fake
-// never wraps. The error type of the 402 is a stand-in.
+// never wraps. The error type of the 402 is a stand-in; that the resume
+// hint goes to stderr in print mode is reported by integrators, not
+// documented.
 func (r *agentRun) kimi() int {
+	resumed, _ := flagValue(r.args, "--session", "-S", "--resume", "-r")
+	code := r.kimiRun()
+	fmt.Fprintf(r.stderr, "\nTo resume this session: kimi -r %s\n", r.sessionID(resumed))
+	return code
+}
+
+// kimiRun prints the run's output and returns its exit code.
+func (r *agentRun) kimiRun() int {
 	org := "org-" + strings.ReplaceAll(r.sessionID("")[:8], "-", "")
 	providerError := func(status int, typ, msg string) {
 		fmt.Fprintf(r.stdout, "Error code: %d - {'error': {'message': %s, 'type': '%s'}}\n", status, pyQuote(msg), typ)

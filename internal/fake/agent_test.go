@@ -50,7 +50,7 @@ func runAgent(name string, args []string, env map[string]string) (int, string, s
 // agentProvider is the classifier's name for a fake CLI.
 var agentProvider = map[string]string{
 	AgentClaude: agentcli.ProviderClaudeCode, AgentCodex: agentcli.ProviderCodex, AgentCopilot: agentcli.ProviderCopilot,
-	AgentKimi: agentcli.ProviderKimi, AgentGemini: agentcli.ProviderGeminiCLI,
+	AgentKimi: agentcli.ProviderKimi, AgentGemini: agentcli.ProviderGeminiCLI, AgentAntigravity: agentcli.ProviderAntigravity,
 }
 
 // TestAgentClassified pins every fake CLI, mode and output format to the
@@ -127,13 +127,23 @@ func TestAgentClassified(t *testing.T) {
 		{cli: AgentGemini, line: "secondary", want: want{class: provider.ClassSecondary, exit: 1, retryAfter: 26 * time.Second}},
 		{cli: AgentGemini, line: "auth", want: want{class: provider.ClassAuth, exit: 41, retryAfter: none}},
 		{cli: AgentGemini, line: "fail", want: want{class: provider.ClassPermanent, exit: 42, retryAfter: none}},
+		// Antigravity CLI.
+		{cli: AgentAntigravity, line: "ok", want: want{class: provider.ClassOK, retryAfter: none}},
+		{cli: AgentAntigravity, line: "limit " + epoch(later), want: want{class: provider.ClassQuota, exit: 1, reset: later, retryAfter: none}},
+		{cli: AgentAntigravity, line: "limit-text " + epoch(soon), want: want{class: provider.ClassQuota, exit: 1, reset: soon, retryAfter: none}},
+		{cli: AgentAntigravity, line: "secondary", want: want{class: provider.ClassQuota, exit: 1, retryAfter: none}},
+		{cli: AgentAntigravity, line: "auth", want: want{class: provider.ClassAuth, exit: 1, retryAfter: none}},
+		{cli: AgentAntigravity, line: "overloaded", want: want{class: provider.ClassTransient, exit: 1, retryAfter: none}},
+		{cli: AgentAntigravity, line: "fail", want: want{class: provider.ClassPermanent, exit: 1, retryAfter: none}},
 	}
 	formats := map[string][][]string{
 		AgentClaude:  {{"-p", "fix the bug"}, {"-p", "--output-format", "json", "fix the bug"}, {"-p", "--output-format", "stream-json", "--verbose", "fix the bug"}},
 		AgentCodex:   {{"exec", "fix the bug"}, {"exec", "--json", "fix the bug"}},
-		AgentCopilot: {{"-p", "fix the bug"}},
-		AgentKimi:    {{"--print", "-c", "fix the bug"}, {"--print", "--output-format", "stream-json", "-c", "fix the bug"}},
+		AgentCopilot: {{"-p", "fix the bug"}, {"-p", "fix the bug", "--output-format", "json"}},
+		AgentKimi:    {{"--print", "-c", "fix the bug"}, {"--print", "--output-format", "stream-json", "-p", "fix the bug"}},
 		AgentGemini:  {{"-p", "fix the bug"}, {"-p", "fix the bug", "-o", "json"}, {"-p", "fix the bug", "--output-format", "stream-json"}},
+		AgentAntigravity: {{"-p", "fix the bug"}, {"-p", "fix the bug", "--output-format", "json"},
+			{"-p", "fix the bug", "--output-format", "stream-json"}},
 	}
 	for _, tc := range cases {
 		for _, args := range formats[tc.cli] {
@@ -328,6 +338,10 @@ func TestAgentFormats(t *testing.T) {
 		got := stdout
 		if tc.stream == "stderr" {
 			got = stderr
+		}
+		if tc.cli == AgentCodex {
+			// codex exec prints its header first; the error follows it.
+			got = got[strings.LastIndex(got, "--------\n")+len("--------\n"):]
 		}
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %s = %q, want %q", tc.cli, tc.stream, got, tc.want)

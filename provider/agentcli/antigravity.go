@@ -43,6 +43,13 @@ var agyAuthTexts = []string{
 	"not logged in",
 }
 
+// agyTransientTexts are Antigravity's texts for an overload a later
+// attempt may not meet (lower case).
+var agyTransientTexts = []string{
+	"unavailable (code 503)",
+	"the model is overloaded",
+}
+
 // maxAgyWait bounds the "Resets in" wait read: about 90 days.
 const maxAgyWait = 90 * 24 * time.Hour
 
@@ -62,7 +69,8 @@ const maxAgyWait = 90 * 24 * time.Hour
 //   - its auth texts ("You are not logged into Antigravity.", "No auth
 //     token found", UNAUTHENTICATED "Request had invalid authentication
 //     credentials"): auth;
-//   - network failures: transient.
+//   - an overload ("UNAVAILABLE (code 503)", "The model is overloaded")
+//     and network failures: transient.
 //
 // Anything else is permanent. Its output formats are documented only in
 // part (docs/agents.md): texts are read anywhere in either stream, the
@@ -108,6 +116,11 @@ func antigravity(in *input, now time.Time, _ *time.Location) verdict {
 				ev, s = evText, seenText // names Antigravity
 			}
 			return v(provider.Unknown(p, provider.ClassAuth, fmt.Sprintf("text %q", t)), ev, s)
+		}
+	}
+	for _, t := range agyTransientTexts {
+		if strings.Contains(lower, t) {
+			return v(provider.Unknown(p, provider.ClassTransient, fmt.Sprintf("text %q (overload)", t)), evGeneric, seenNone)
 		}
 	}
 	if network != "" {

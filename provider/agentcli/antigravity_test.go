@@ -66,6 +66,12 @@ func TestClassifyAntigravity(t *testing.T) {
 			want:   want{class: provider.ClassAuth, retryAfter: -1, reason: "invalid authentication credentials"},
 		},
 		{
+			name:   "overloaded: transient",
+			exit:   1,
+			stderr: "UNAVAILABLE (code 503): The model is overloaded. Please try again later.\n",
+			want:   want{class: provider.ClassTransient, retryAfter: -1, reason: "overload"},
+		},
+		{
 			name:   "network failure",
 			exit:   1,
 			stderr: "dial tcp 142.250.1.1:443: connect: connection refused\n",
