@@ -34,7 +34,8 @@ import (
 //
 // Departures from the real CLI: `codex exec resume ID` only reuses the
 // thread id; no reasoning, command or file-change items are printed; the
-// human-readable output is reduced to the answer or the error line; the
+// human-readable output is reduced to the header, the answer or the error
+// line (that the real header holds a "session id:" line is unconfirmed); the
 // exit code of a failed turn is 1 (third-party fixtures show 1; the code
 // is unconfirmed).
 func (r *agentRun) codex() int {

@@ -56,14 +56,14 @@ var agents = []Agent{
 		ResumeCmd: "claude -p --resume {session_id} --output-format stream-json --verbose " + quoted,
 		AuthCheck: []string{"claude", "auth", "status"},
 	},
-	// Codex: `codex exec resume <SESSION_ID> [PROMPT]` (confirmed:
-	// developers.openai.com/codex/noninteractive, openai/codex#4583).
-	// Without --json it prints its "session id: …" header on stderr,
-	// which SessionID reads. `codex login status` exits 0 logged in, 1
-	// not (confirmed).
+	// Codex: `codex exec resume <SESSION_ID> [PROMPT]`, which takes
+	// --json after the id (confirmed: developers.openai.com/codex/
+	// noninteractive, openai/codex#4583, #40149); --json's first event,
+	// thread.started, carries the thread id a resume takes (confirmed).
+	// `codex login status` exits 0 logged in, 1 not (confirmed).
 	{
 		Name: "codex", Provider: ProviderCodex, Program: "codex",
-		ResumeCmd: "codex exec resume {session_id} " + quoted,
+		ResumeCmd: "codex exec resume {session_id} --json " + quoted,
 		AuthCheck: []string{"codex", "login", "status"},
 	},
 	// Copilot CLI: `copilot -p PROMPT --resume <session-id>` (confirmed:
