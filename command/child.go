@@ -35,15 +35,15 @@ func Exec(ctx context.Context, cfg *Config) (int, error) {
 		return 0, &InputError{Err: errors.New("no command")}
 	}
 	c := cfg.withDefaults()
-	res, err := c.start(ctx, c.Command, false)
+	res, err := c.start(ctx, c.Command, c.Stdout, false)
 	return res.Code, err
 }
 
-// start runs argv to completion, forwarding SIGTERM from c.Signals to it,
-// and SIGINT when no terminal delivered it already; the end of ctx sends it
-// SIGTERM. With capture, the tails of its stdout and stderr are kept as
-// well as passed through.
-func (c *Config) start(ctx context.Context, argv []string, capture bool) (childResult, error) {
+// start runs argv to completion, its stdout written to stdout, forwarding
+// SIGTERM from c.Signals to it, and SIGINT when no terminal delivered it
+// already; the end of ctx sends it SIGTERM. With capture, the tails of its
+// stdout and stderr are kept as well as passed through.
+func (c *Config) start(ctx context.Context, argv []string, stdout io.Writer, capture bool) (childResult, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		notFound := !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EISDIR) && !isDir(argv[0])
@@ -54,10 +54,10 @@ func (c *Config) start(ctx context.Context, argv []string, capture bool) (childR
 	cmd.Env = c.Environ
 	cmd.Stdin = c.Stdin
 	var outTail, errTail *tail
-	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	cmd.Stdout, cmd.Stderr = stdout, c.Stderr
 	if capture {
 		outTail, errTail = &tail{max: tailSize}, &tail{max: tailSize}
-		cmd.Stdout = io.MultiWriter(c.Stdout, outTail)
+		cmd.Stdout = io.MultiWriter(stdout, outTail)
 		cmd.Stderr = io.MultiWriter(c.Stderr, errTail)
 	}
 	if err := cmd.Start(); err != nil {

@@ -118,8 +118,10 @@ func (r *runner) maybeDefer(ctx context.Context, key quota.Key, resume quota.Res
 		de.Receipt, de.ResumeAt = encoded, j.RunAt
 		fmt.Fprintf(c.Stderr, "layover: deferred until %s; the receipt is the last line of stdout\n", HumanTime(j.RunAt))
 	}
-	// The receipt is a line of its own, even after output that did not end
-	// one (gh api prints a JSON body without a newline).
+	// This run ends the Run: its stdout comes before the receipt, which
+	// is a line of its own, even after output that did not end one (gh api
+	// prints a JSON body without a newline).
+	r.passOnLast()
 	if n := len(r.lastOut); n > 0 && r.lastOut[n-1] != '\n' {
 		fmt.Fprintln(c.Stdout)
 	}

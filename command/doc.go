@@ -62,6 +62,14 @@
 // and wake-up, for the durable host (package host). A reset further than
 // 24 h gets no receipt and is waited, under the cap.
 //
+// # One body on a pipe
+//
+// With Config.HoldStdout, only the stdout of the run that ends the Run
+// reaches Stdout; a run followed by another has its stdout written to
+// Stderr under "layover: output of attempt N, which failed (CLASS):". Each
+// run's stdout is held in memory up to 1 MiB, past that in an unlinked
+// temporary file (hold.go).
+//
 // # Visible, interruptible
 //
 // While it waits, the process is listed in the store's waiter table (so

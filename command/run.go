@@ -90,6 +90,15 @@ type Config struct {
 	// Signals delivers SIGINT and SIGTERM: forwarded to a running command,
 	// or ending a wait. nil: none arrive.
 	Signals <-chan os.Signal
+	// HoldStdout passes on to Stdout only the stdout of the run that ends
+	// the Run (the last run of the command or its resume command), for a
+	// pipeline that must read one body: each run's stdout is held (in
+	// memory up to 1 MiB, the rest in a temporary file unlinked at once)
+	// until it is known whether another run follows; that of a run another
+	// follows goes to Stderr after the line "layover: output of attempt N,
+	// which failed (CLASS):". Without it stdout streams as the command
+	// writes it. `layover run` holds when its stdout is not a terminal.
+	HoldStdout bool
 	// Terminal says Stderr is a terminal: waits count down live, and a
 	// SIGINT (which the terminal sent the command already) is not sent
 	// again.
@@ -200,6 +209,7 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 		r.quotas = quotas
 	}
 	err := r.loop(ctx)
+	r.passOnLast()
 	if r.res.Waited > 0 {
 		fmt.Fprintf(c.Stderr, "Waited %s for the %s quota (%s)\n", HumanDuration(r.res.Waited), r.waitedLabel,
 			strings.Join(r.res.WaitedFor, ", "))
@@ -221,6 +231,10 @@ type runner struct {
 	lastOut     []byte  // the tail of the last run's stdout
 	waitedLabel string  // names the provider first waited for
 	quotas      []Quota // the keys Quota names, resolved
+	// held is the stdout of the last run, while HoldStdout holds it, and
+	// heldAttempt the run's number.
+	held        *held
+	heldAttempt int
 }
 
 // label names the provider of key for people (LabelOf).
@@ -232,8 +246,11 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 	secondary := 0
 	argv := r.c.Command
+	var failed provider.Class // how the run before this one failed
 	for {
-		res, err := r.c.start(ctx, argv, true)
+		// A run follows: the one before did not end the Run.
+		r.passOnFailed(failed)
+		res, err := r.c.start(ctx, argv, r.hold(r.res.Runs+1), true)
 		if err != nil {
 			return err
 		}
@@ -245,6 +262,7 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		classify, _ := registry.CLIClassifier(r.c.Provider) // Validate found it
 		out := classify(res.Code, res.Stdout, res.Stderr, r.c.Clock.Now(), time.Local)
+		failed = out.Class
 		if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
 			argv = r.nextArgv(res.Stdout, res.Stderr)
 		}

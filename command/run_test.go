@@ -1,10 +1,13 @@
 package command_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -470,4 +473,44 @@ func (r *firstDrawTop) Int64N(n int64) int64 {
 	}
 	r.drawn = true
 	return n - 1
+}
+
+// Issue 10: with HoldStdout (stdout a pipe), only the run that ends the Run
+// reaches stdout; a failed run another followed goes to stderr under a line
+// naming it. Past 1 MiB each run's output still comes through byte for
+// byte.
+func TestRunHoldStdoutPassesOnTheLastRun(t *testing.T) {
+	t.Parallel()
+	for name, size := range map[string]int{"small": 10, "past 1 MiB": 1<<20 + 4321} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			w.exhaustedFor(start.Add(5 * time.Minute))
+			dir := t.TempDir()
+			bodies := [][]byte{bytes.Repeat([]byte("failed-body "), size/12+1), bytes.Repeat([]byte{'o', 'k', 0, 0xff}, size/4+1)}
+			for i, b := range bodies {
+				if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i+1)), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			argv, runs := script(t, "primary", "ok")
+			// script prints "run N" first: the body follows it.
+			argv[2] = strings.Replace(argv[2], "echo run $n\n", "echo run $n; cat "+dir+"/$n\n", 1)
+			cfg := w.config(argv)
+			cfg.HoldStdout = true
+			e := w.drive(cfg, runs, nil)
+			if e.err != nil || e.res.ExitCode != 0 || runs() != 2 {
+				t.Fatalf("ended %+v, %v after %d runs", e.res, e.err, runs())
+			}
+			if want := append([]byte("run 2\n"), bodies[1]...); !bytes.Equal(w.stdout.Bytes(), want) {
+				t.Errorf("stdout: %d bytes, want exactly the second run's %d", w.stdout.Len(), len(want))
+			}
+			marker := "layover: output of attempt 1, which failed (quota):\nrun 1\n"
+			stderr := w.stderr.String()
+			i := strings.Index(stderr, marker)
+			if i < 0 || !strings.HasPrefix(stderr[i+len(marker):], string(bodies[0])+"\n") {
+				t.Errorf("stderr does not hold the first run's output under its line:\n%.400s", stderr)
+			}
+		})
+	}
 }
