@@ -62,6 +62,15 @@
 // and wake-up, for the durable host (package host). A reset further than
 // 24 h gets no receipt and is waited, under the cap.
 //
+// # Cleanup
+//
+// Config.Cleanup runs after the command ended on a Stop or a failure (not
+// after a success, a deferral, or a command that never started), under the
+// same policy and the same budget: its quota waits are waited out even
+// though a Stop already came, and a second Stop ends them at once. The
+// Run's end stays the command's; the cleanup's failure is a line on Stderr
+// (cleanup.go).
+//
 // # One body on a pipe
 //
 // With Config.HoldStdout, only the stdout of the run that ends the Run

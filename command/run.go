@@ -36,6 +36,13 @@ type Config struct {
 	// a CLI classifier (registry.CLINames: "github" for gh, an agent CLI)
 	// or "auto" (all of them). "" means auto.
 	Provider string
+	// Cleanup, when set, is a shell command (/bin/sh -c) run once the
+	// command has ended on a Stop (SIGINT or SIGTERM, during a wait or
+	// while it ran) or a failure: a non-zero exit, a wait the cap refused,
+	// a resume command that could not start, a store that failed. It is not
+	// run after a success, a deferral (the job is not over), a command that
+	// never started, or the end of the context. See cleanup.go.
+	Cleanup string
 	// Quota names the quotas waited out before the first run while the
 	// ledger holds them exhausted (--quota); a deferred job binds them.
 	// Empty: nothing is waited for before the start.
@@ -128,6 +135,9 @@ func (c *Config) Validate() error {
 	if redact.Contains(c.ResumeCmd) {
 		return &InputError{Err: errors.New("--resume-cmd holds what looks like a token")}
 	}
+	if strings.TrimSpace(c.Cleanup) == "" && c.Cleanup != "" {
+		return &InputError{Err: errors.New("--cleanup is blank")}
+	}
 	if c.DeferAfter < 0 || c.DeferAfter > quota.MaxTotalWaitCap {
 		return &InputError{Err: fmt.Errorf("--defer-after %s: want a duration from 0s to %s", c.DeferAfter, quota.MaxTotalWaitCap)}
 	}
@@ -169,6 +179,11 @@ type Result struct {
 	// WaitedFor names what was waited for, each once, in the order first
 	// waited for: resources ("core", "five_hour") or "secondary limit".
 	WaitedFor []string
+	// CleanupRuns counts the starts of Config.Cleanup; 0 when it did not
+	// run.
+	CleanupRuns int
+	// CleanupExitCode is the exit code of the cleanup's last run.
+	CleanupExitCode int
 }
 
 // Run runs cfg.Command under the quota policy (see the package doc) until
@@ -210,6 +225,9 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 	}
 	err := r.loop(ctx)
 	r.passOnLast()
+	if r.needsCleanup(ctx, err) {
+		err = r.cleanup(ctx, err)
+	}
 	if r.res.Waited > 0 {
 		fmt.Fprintf(c.Stderr, "Waited %s for the %s quota (%s)\n", HumanDuration(r.res.Waited), r.waitedLabel,
 			strings.Join(r.res.WaitedFor, ", "))
@@ -235,6 +253,8 @@ type runner struct {
 	// heldAttempt the run's number.
 	held        *held
 	heldAttempt int
+	// stopped is the signal forwarded to the last run, which it ended.
+	stopped os.Signal
 }
 
 // label names the provider of key for people (LabelOf).
@@ -256,7 +276,7 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		r.res.Runs++
 		r.res.ExitCode = res.Code
-		r.lastOut = res.Stdout
+		r.lastOut, r.stopped = res.Stdout, res.Signalled
 		if res.Code == 0 || res.Signalled != nil {
 			return nil
 		}
