@@ -27,6 +27,10 @@ var (
 	// ErrSchemaOld: a store opened read-only has an older schema than this
 	// layover reads (or none yet); only a read-write open upgrades it.
 	ErrSchemaOld = errors.New("the store's schema is older than this layover reads")
+	// ErrNoSchema: a PostgreSQL store opened read-only has no layover
+	// schema at all (no migration applied: nothing is stored there yet).
+	// It comes wrapped with ErrSchemaOld.
+	ErrNoSchema = errors.New("no layover store there yet")
 )
 
 // Activity is one line of the activity log.

@@ -425,6 +425,8 @@ func (s *Store) checkSchema(ctx context.Context) error {
 		switch {
 		case v > latest:
 			return fmt.Errorf("schema version %d is newer than this layover knows (%d)", v, latest)
+		case table == nil:
+			return fmt.Errorf("%w: %w: schema version 0, this layover reads %d", store.ErrSchemaOld, store.ErrNoSchema, latest)
 		case v < latest:
 			return fmt.Errorf("%w: schema version %d, this layover reads %d", store.ErrSchemaOld, v, latest)
 		}

@@ -43,8 +43,8 @@ func TestOpenReadOnlyOldSchema(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.Schema(t)
 		_, err := postgres.OpenReadOnly(t.Context(), dsn)
-		if !errors.Is(err, store.ErrSchemaOld) || !strings.Contains(err.Error(), "schema version 0") {
-			t.Fatalf("OpenReadOnly of an empty schema = %v, want store.ErrSchemaOld naming version 0", err)
+		if !errors.Is(err, store.ErrSchemaOld) || !errors.Is(err, store.ErrNoSchema) || !strings.Contains(err.Error(), "schema version 0") {
+			t.Fatalf("OpenReadOnly of an empty schema = %v, want store.ErrSchemaOld and ErrNoSchema naming version 0", err)
 		}
 		if err := pgtest.AdminExec(t.Context(), pgtest.DSN(t), "SELECT 1/(CASE count(*) WHEN 0 THEN 1 ELSE 0 END) FROM information_schema.tables WHERE table_schema = '"+
 			schemaOf(t, dsn)+"'"); err != nil {
@@ -59,7 +59,7 @@ func TestOpenReadOnlyOldSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := postgres.OpenReadOnly(t.Context(), dsn)
-		if !errors.Is(err, store.ErrSchemaOld) || !strings.Contains(err.Error(), "schema version 1") {
+		if !errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrNoSchema) || !strings.Contains(err.Error(), "schema version 1") {
 			t.Fatalf("OpenReadOnly of version 1 = %v, want store.ErrSchemaOld naming version 1", err)
 		}
 	})
