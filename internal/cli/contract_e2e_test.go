@@ -96,8 +96,9 @@ func TestDefaultStorePath(t *testing.T) {
 	b := setup(t, fake.GitHubConfig{})
 	delete(b.env, "LAYOVER_STORE")
 	b.env["XDG_STATE_HOME"] = "rel/state"
-	if r := b.layover("status"); r.code != 0 {
-		t.Fatalf("status: exit %d %s", r.code, r.stderr)
+	// A command that writes the store: a reading one creates none.
+	if r := b.layover("run", "--", "true"); r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, ".local", "state", "layover", "layover.db")); err != nil {
 		t.Errorf("the store is not under $HOME/.local/state: %v", err)

@@ -99,6 +99,14 @@ func ran(t *testing.T, b *bundle, _ result) {
 	}
 }
 
+// made creates the store by a command that writes it: a reading command
+// finds none until then.
+func made(t *testing.T, b *bundle) {
+	if r := b.layover("run", "--", "true"); r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+}
+
 func exhausted(d time.Duration) func(t *testing.T, b *bundle) {
 	return func(t *testing.T, b *bundle) { b.gh.SetQuota(testToken, "core", 0, nextSecond(d)) }
 }
@@ -132,7 +140,7 @@ func exitCases() []exitCase {
 					t.Errorf("a skipped pass printed %q %q", r.stdout, r.stderr)
 				}
 			}},
-		{row: "0", name: "status", want: 0, store: true, args: []string{"status"}},
+		{row: "0", name: "status", want: 0, store: true, prep: made, args: []string{"status"}},
 		{row: "0", name: "serve stopped by SIGTERM", want: 0, store: true,
 			drive: func(t *testing.T, b *bundle) result {
 				p := b.start("serve")
@@ -157,7 +165,7 @@ func exitCases() []exitCase {
 			drive: func(t *testing.T, b *bundle) result {
 				return b.layover("receipt", "validate", receiptWrite(t, b, "r.json", []byte(`{"version":"deferred-receipt-v1"}`)))
 			}},
-		{row: "1", name: "unknown job", want: 1, store: true, args: []string{"show", "no-such-job"}},
+		{row: "1", name: "unknown job", want: 1, store: true, prep: made, args: []string{"show", "no-such-job"}},
 		{row: "1", name: "refused transition", want: 1, store: true,
 			prep: func(t *testing.T, b *bundle) {
 				for _, args := range [][]string{{"submit", "--id", "t1", "--", "true"}, {"cancel", "t1"}} {
@@ -184,6 +192,7 @@ func exitCases() []exitCase {
 		{row: "2", name: "store is a directory", want: 2, drive: withTouch("pass", "--store", "/"), check: notRun},
 		{row: "2", name: "store URL does not parse", want: 2, args: []string{"status", "--store", "postgres://u:pw@localhost:port/x"}},
 		{row: "2", name: "unknown store kind", want: 2, args: []string{"jobs", "--store", "mysql://localhost/x"}},
+		{row: "2", name: "no store where status reads", want: 2, store: true, args: []string{"status"}},
 
 		{row: "6", name: "run defers with a receipt", want: 6, store: true, prep: exhausted(3 * time.Hour),
 			args: runArgs([]string{"--defer-after", "0s"}, "gh", "api", "/repos/octo/demo"),

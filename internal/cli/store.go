@@ -32,10 +32,17 @@ func openStore(ctx context.Context, env *Env, flagValue string) (store.Store, er
 // openStoreReadOnly opens the store as openStore does, for a command that
 // only reads it (status, activity, jobs, show): it writes nothing, so it
 // works on a store this user may read but not write (a shared file of
-// another Unix user, a PostgreSQL role that may only SELECT). A store that
-// does not exist yet, or whose schema is older than this layover's, is
-// opened read-write instead (created or upgraded, as any command would)
-// when this user may write it.
+// another Unix user, a PostgreSQL role that may only SELECT), and it never
+// creates a store. A SQLite store named by --store or LAYOVER_STORE that
+// does not exist is a usage error, "no store at PATH" (a mistyped path),
+// and the default store not existing yet reads as an empty store; neither
+// creates a file or a folder. A SQLite file whose schema is older than
+// this layover's is upgraded by a read-write open when this user may write
+// it, as any command would; a PostgreSQL schema is never upgraded by a
+// reading command (a fleet's schema changes when a command that writes
+// runs): a schema with no layover tables is "no store at …" (exit 2) as a
+// missing SQLite file is, and an older one layover's failure (exit 125),
+// saying what upgrades it.
 func openStoreReadOnly(ctx context.Context, env *Env, flagValue string) (store.Store, error) {
 	return openStoreAs(ctx, env, flagValue, true)
 }
@@ -52,41 +59,55 @@ func openStoreAs(ctx context.Context, env *Env, flagValue string, readOnly bool)
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
-		path = p
+		st, err := openSQLite(ctx, p, readOnly)
+		if errors.Is(err, errNoSuchStore) {
+			return noStore{}, nil
+		}
+		return storeOpened(st, err)
 	case strings.HasPrefix(loc, "sqlite:"):
 		path = strings.TrimPrefix(loc, "sqlite:")
 		path = strings.TrimPrefix(path, "//")
 	case strings.HasPrefix(loc, "postgres://"), strings.HasPrefix(loc, "postgresql://"):
-		return storeOpened(openPostgres(ctx, loc, readOnly))
+		st, err := openPostgres(ctx, loc, readOnly)
+		if errors.Is(err, store.ErrNoSchema) {
+			return nil, usageErr("no store at %s (no layover schema there); a command that writes the store (pass, run, submit, serve) creates it",
+				postgres.Redact(loc))
+		}
+		return storeOpened(st, err)
 	case strings.Contains(loc, "://"):
 		return nil, usageErr("store %q: unknown kind; use a path, sqlite:PATH or postgres://…", postgres.Redact(loc))
 	default:
 		path = loc
 	}
-	return storeOpened(openSQLite(ctx, path, readOnly))
+	st, err := openSQLite(ctx, path, readOnly)
+	if errors.Is(err, errNoSuchStore) {
+		return nil, usageErr("no store at %s; a command that writes the store (pass, run, submit, serve) creates it", shown(path))
+	}
+	return storeOpened(st, err)
 }
 
-// openPostgres opens a PostgreSQL store, read-only when asked; a schema a
-// read-only open cannot read is opened read-write, which upgrades it when
-// this role may.
+// errNoSuchStore: a read-only open found no store file.
+var errNoSuchStore = errors.New("no store")
+
+// openPostgres opens a PostgreSQL store, read-only when asked. A read-only
+// open never migrates: a schema it cannot read is an error saying what
+// upgrades it.
 func openPostgres(ctx context.Context, dsn string, readOnly bool) (store.Store, error) {
 	if !readOnly {
 		return postgres.Open(ctx, dsn)
 	}
 	st, err := postgres.OpenReadOnly(ctx, dsn)
-	if !errors.Is(err, store.ErrSchemaOld) {
-		return st, err
+	if errors.Is(err, store.ErrSchemaOld) {
+		return nil, fmt.Errorf("%w; a reading command never changes a PostgreSQL store's schema: "+
+			"a layover command that writes the store (serve, submit, run, pass) upgrades it", err)
 	}
-	st, rwErr := postgres.Open(ctx, dsn)
-	if rwErr != nil {
-		return nil, fmt.Errorf("%w; upgrading it failed: %w", err, rwErr)
-	}
-	return st, nil
+	return st, err
 }
 
-// openSQLite opens a SQLite store, read-only when asked; a file that does
-// not exist yet is created, and one whose schema is older upgraded, by a
-// read-write open, only when this user may write it.
+// openSQLite opens a SQLite store, read-only when asked. Read-only, a file
+// that does not exist is errNoSuchStore, and nothing is created; one whose
+// schema is older is upgraded by a read-write open, only when this user
+// may write it.
 func openSQLite(ctx context.Context, path string, readOnly bool) (store.Store, error) {
 	if !readOnly {
 		return sqlite.Open(ctx, path)
@@ -94,7 +115,7 @@ func openSQLite(ctx context.Context, path string, readOnly bool) (store.Store, e
 	st, err := sqlite.OpenReadOnly(ctx, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return sqlite.Open(ctx, path)
+		return nil, errNoSuchStore
 	case errors.Is(err, store.ErrSchemaOld):
 		if !mayWrite(path) || !mayWrite(filepath.Dir(path)) {
 			return nil, fmt.Errorf("%w; a layover command run by a user who may write the store upgrades it", err)

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
+)
+
+// errNoStore is every write to noStore.
+var errNoStore = errors.New("no store: a reading command writes nothing")
+
+// noStore is what a reading command (status, activity, jobs, show) reads
+// when the default store does not exist yet: a store that holds nothing,
+// so the answer is empty and nothing is created. Its writes fail.
+type noStore struct{}
+
+var _ store.Store = noStore{}
+
+func (noStore) RecordStates(context.Context, []quota.State) error { return errNoStore }
+func (noStore) States(context.Context, []quota.Key) ([]quota.State, error) {
+	return nil, nil
+}
+func (noStore) AllStates(context.Context) ([]quota.State, error) { return nil, nil }
+func (noStore) Login(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+func (noStore) LearnLogin(context.Context, string, string, string, time.Time) error {
+	return errNoStore
+}
+func (noStore) RecordSkip(context.Context, string, string, store.Activity) (bool, error) {
+	return false, errNoStore
+}
+func (noStore) ClearSkip(context.Context, string) error                     { return errNoStore }
+func (noStore) AppendActivity(context.Context, store.Activity) error        { return errNoStore }
+func (noStore) Activity(context.Context, int) ([]store.Activity, error)     { return nil, nil }
+func (noStore) RegisterWaiter(context.Context, store.Waiter) (int64, error) { return 0, errNoStore }
+func (noStore) RemoveWaiter(context.Context, int64) error                   { return errNoStore }
+func (noStore) Waiters(context.Context) ([]store.Waiter, error)             { return nil, nil }
+func (noStore) SubmitJob(context.Context, job.Job, *job.Receipt, time.Time) (job.Job, bool, error) {
+	return job.Job{}, false, errNoStore
+}
+func (noStore) Job(context.Context, string) (job.Job, error) { return job.Job{}, job.ErrNotFound }
+func (noStore) ListJobs(context.Context, job.State) ([]job.Job, error) {
+	return nil, nil
+}
+func (noStore) JobHistory(context.Context, string) (job.History, error) {
+	return job.History{}, job.ErrNotFound
+}
+func (noStore) CountJobs(context.Context) (map[job.State]int, error) {
+	return map[job.State]int{}, nil
+}
+func (noStore) ApplyJob(context.Context, string, int64, job.Change) (job.Job, error) {
+	return job.Job{}, errNoStore
+}
+func (noStore) ClaimJobs(context.Context, string, time.Time, time.Duration, int) ([]job.Job, error) {
+	return nil, errNoStore
+}
+func (noStore) RenewLeases(context.Context, string, map[string]int64, time.Time, time.Duration) ([]string, error) {
+	return nil, errNoStore
+}
+func (noStore) SweepJobs(context.Context, time.Time) (store.SweepResult, error) {
+	return store.SweepResult{}, errNoStore
+}
+func (noStore) NextJobDue(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil }
+func (noStore) RegisterHost(context.Context, job.Host) error        { return errNoStore }
+func (noStore) HostHeartbeat(context.Context, string, time.Time) error {
+	return errNoStore
+}
+func (noStore) UnregisterHost(context.Context, string) error { return errNoStore }
+func (noStore) Hosts(context.Context) ([]job.Host, error)    { return nil, nil }
+func (noStore) Close() error                                 { return nil }
