@@ -28,15 +28,16 @@ func main() {
 	host, _ := os.Hostname()
 	exe, _ := os.Executable()
 	env := &cli.Env{
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		Getenv:     os.Getenv,
-		Environ:    os.Environ(),
-		Signals:    sigs,
-		Hostname:   host,
-		Terminal:   isTerminal(os.Stderr),
-		Executable: exe,
+		Stdin:          os.Stdin,
+		Stdout:         os.Stdout,
+		Stderr:         os.Stderr,
+		Getenv:         os.Getenv,
+		Environ:        os.Environ(),
+		Signals:        sigs,
+		Hostname:       host,
+		Terminal:       isTerminal(os.Stderr),
+		StdoutTerminal: isTerminal(os.Stdout),
+		Executable:     exe,
 	}
 	os.Exit(cli.Main(context.Background(), env, os.Args[1:]))
 }

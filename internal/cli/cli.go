@@ -50,6 +50,9 @@ type Env struct {
 	Hostname string
 	// Terminal reports whether Stderr is a terminal (live countdowns).
 	Terminal bool
+	// StdoutTerminal reports whether Stdout is a terminal; when it is not,
+	// run passes on only the stdout of the attempt that ends the run.
+	StdoutTerminal bool
 	// Executable is the path of the running layover binary (for demo).
 	Executable string
 }

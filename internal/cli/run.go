@@ -3,6 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +24,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policy := quota.DefaultPolicy()
 	cfg := engineConfig(env, nil)
 	cfg.Policy = &policy
-	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [policy flags] -- CMD [ARGS...]")
+	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [--cleanup CMD] [--receipt-file PATH] [policy flags] -- CMD [ARGS...]")
 	fs.Var(&cfg.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
 	policyFlags(fs, &policy)
 	storeLoc := storeFlag(fs)
@@ -29,14 +34,24 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(registry.CLINames(), ", ")+", or "+registry.Auto)
 	fs.StringVar(&cfg.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&cfg.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
+	fs.StringVar(&cfg.Cleanup, "cleanup", "", "shell command run after CMD ends on SIGINT/SIGTERM or a failure (not a success or a deferral), "+
+		"its quota waits waited out within the cap even after a stop; a second stop ends them. The exit code stays CMD's; "+
+		"a failed cleanup is a stderr line")
+	receiptFile := fs.String("receipt-file", "", "when deferring, also write the receipt to this `path` (mode 0600, replaced atomically)")
 	cmd, err := fs.parseWithCommand(env, args)
 	if err != nil {
 		return err
 	}
 	cfg.Command = cmd
 	cfg.Defer, cfg.DeferAfter = deferAfter >= 0, max(deferAfter, 0)
+	cfg.HoldStdout = !env.StdoutTerminal
 	if err := cfg.Validate(); err != nil {
 		return usageErr("run: %v", err)
+	}
+	if isSet(fs, "receipt-file") {
+		if err := checkReceiptFile(*receiptFile); err != nil {
+			return usageErr("run: --receipt-file %v", err)
+		}
 	}
 	st, err := openStore(ctx, env, *storeLoc)
 	if err != nil {
@@ -48,10 +63,75 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	cfg.Store, cfg.Secrets = st, knownSecrets(env, *storeLoc)
 	res, err := command.Run(ctx, cfg)
+	var deferred *command.DeferredError
+	if errors.As(err, &deferred) && isSet(fs, "receipt-file") {
+		if werr := writeReceiptFile(*receiptFile, deferred.Receipt); werr != nil {
+			return internalErr("run: deferred (the receipt is the last line of stdout), but --receipt-file: %v", werr)
+		}
+	}
 	if err != nil {
 		return fromEngine(err, "run: ")
 	}
 	return exitCode(res.ExitCode)
+}
+
+// isSet reports whether the flag name was given.
+func isSet(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// checkReceiptFile refuses, before anything runs, a --receipt-file path
+// the receipt could not be written to: empty, a directory, or in a folder
+// that is missing or where this user may not make a file (tried).
+func checkReceiptFile(path string) error {
+	if path == "" {
+		return errors.New("is empty")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".layover-receipt-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeReceiptFile writes the receipt, one line, to path atomically: a
+// temporary file beside it, mode 0600, synced, renamed over path.
+func writeReceiptFile(path string, rc []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".layover-receipt-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(append(slices.Clip(rc), '\n'))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		// The temporary file is ours; when it is gone already there is
+		// nothing to remove.
+		_ = os.Remove(name)
+		return err
+	}
+	return nil
 }
 
 // quotaProviders lists the providers --quota names.
