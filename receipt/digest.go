@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"time"
 	"unicode/utf8"
 )
 
@@ -49,9 +50,44 @@ func PlanDigest(output []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Digest is the SHA-256 of s in lowercase hex, for hashing handles such as
-// a wake-up or cancellation id into ownership digests.
+// Digest is the SHA-256 of s in lowercase hex.
 func Digest(s string) string { return PlanDigest([]byte(s)) }
+
+// Owner is what a retained receipt's ownership digests bind: values the
+// durable host keeps beside the receipt, so that anyone reading the store
+// can recompute them and prove which wake-up (and which cancellation
+// handle) a receipt names (docs/receipt.md, Ownership digests).
+type Owner struct {
+	JobID  string
+	HostID string // the durable host that recorded the wake-up
+	// Fence is the claim the receipt was issued under (0 at submission).
+	Fence int64
+	// WakeAt is the wake-up the host recorded: the receipt's resume_after,
+	// to the millisecond.
+	WakeAt time.Time
+}
+
+// WakeupDigest is ownership.wakeup_digest: the SHA-256 of the canonical
+// JSON of {"job","host","fence","wake_at_ms"}.
+func (o Owner) WakeupDigest() string {
+	d, _ := digestJSON(map[string]any{"job": o.JobID, "host": o.HostID, "fence": o.Fence, "wake_at_ms": ceilMs(o.WakeAt)})
+	return d
+}
+
+// CancellationDigest is ownership.cancellation_digest: the SHA-256 of the
+// canonical JSON of {"job","host","fence","cancel":true}: the handle with
+// which that host cancels the wake-up.
+func (o Owner) CancellationDigest() string {
+	d, _ := digestJSON(map[string]any{"job": o.JobID, "host": o.HostID, "fence": o.Fence, "cancel": true})
+	return d
+}
+
+// Names reports whether r's ownership digests are o's: r is retained and
+// both digests match.
+func (o Owner) Names(r *Receipt) bool {
+	return r != nil && r.Ownership.Disposition == Retained &&
+		r.Ownership.WakeupDigest == o.WakeupDigest() && r.Ownership.CancellationDigest == o.CancellationDigest()
+}
 
 func digestJSON(v any) (string, error) {
 	b, err := CanonicalJSON(v)

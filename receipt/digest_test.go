@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+	"time"
 )
 
 func sha(s string) string {
@@ -105,5 +106,38 @@ func TestDigestsKeepArguments(t *testing.T) {
 	}
 	if keys[0] != "z/b" || env[0] != "Z" {
 		t.Errorf("arguments sorted in place: %v %v", keys, env)
+	}
+}
+
+// A retained receipt's ownership digests name exactly one wake-up: the job,
+// the host, the fence and the wake-up time each change them.
+func TestOwnerDigests(t *testing.T) {
+	t.Parallel()
+	wake := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	o := Owner{JobID: "j", HostID: "host-a", Fence: 3, WakeAt: wake}
+	p := Params{Reason: RESTReserve, IssuedAt: wake.Add(-time.Hour), ResumeAfter: wake, ResumeBy: wake.Add(time.Hour),
+		Bindings: Bindings{ScopeDigest: sha("scope"), RequestDigest: sha("request")}}
+	rc, err := NewRetained(p, o.WakeupDigest(), o.CancellationDigest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Names(rc) {
+		t.Fatal("the owner does not match its own receipt")
+	}
+	if o.WakeupDigest() == o.CancellationDigest() {
+		t.Fatal("the wake-up and the cancellation share a digest")
+	}
+	for name, other := range map[string]Owner{
+		"job":   {JobID: "k", HostID: "host-a", Fence: 3, WakeAt: wake},
+		"host":  {JobID: "j", HostID: "host-b", Fence: 3, WakeAt: wake},
+		"fence": {JobID: "j", HostID: "host-a", Fence: 4, WakeAt: wake},
+		"wake":  {JobID: "j", HostID: "host-a", Fence: 3, WakeAt: wake.Add(time.Millisecond)},
+	} {
+		if other.Names(rc) {
+			t.Errorf("another %s matches the receipt", name)
+		}
+	}
+	if h, err := NewHandoff(p); err != nil || o.Names(h) {
+		t.Error("a handoff receipt names a wake-up")
 	}
 }
