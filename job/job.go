@@ -82,6 +82,12 @@ type Spec struct {
 	CheckCmd  string `json:"check_cmd"`  // before a resume: 0 done, 1 run, other blocked
 	VerifyCmd string `json:"verify_cmd"` // after exit 0: only its success completes the job
 	PlanCmd   string `json:"plan_cmd"`   // its output is the plan the receipt binds
+	// CleanupCmd runs after the job is cancelled or fails, so that it
+	// leaves nothing claimed (an issue, a lock) behind.
+	CleanupCmd string `json:"cleanup_cmd,omitempty"`
+	// Agent names the agent CLI the job runs (docs/agents.md): its
+	// credentials check serves auth-wait.
+	Agent string `json:"agent,omitempty"`
 	// FreshApprovalRequired: a resume waits for `layover approve`.
 	FreshApprovalRequired bool `json:"fresh_approval_required"`
 	// MaxAttempts bounds runs ended by non-quota transient failures.

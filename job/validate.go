@@ -41,6 +41,9 @@ func (s Spec) Validate(known ...string) error {
 	if err := printable("the name", s.Name, MaxNameBytes); err != nil {
 		return err
 	}
+	if err := printable("the agent", s.Agent, MaxNameBytes); err != nil {
+		return err
+	}
 	for _, n := range s.EnvNames {
 		if !envNamePattern().MatchString(n) {
 			return fmt.Errorf("variable name %q: use letters, digits and '_', not starting with a digit", n)
@@ -52,6 +55,7 @@ func (s Spec) Validate(known ...string) error {
 		{"the check command", s.CheckCmd},
 		{"the verify command", s.VerifyCmd},
 		{"the plan command", s.PlanCmd},
+		{"the cleanup command", s.CleanupCmd},
 	}
 	for _, a := range s.Argv {
 		texts = append(texts, struct{ what, text string }{"the command", a})
