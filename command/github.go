@@ -3,8 +3,10 @@ package command
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -290,4 +292,22 @@ func (q *HostQuotas) Fresh(ctx context.Context, keys []quota.Key) ([]quota.State
 		out = append(out, states...)
 	}
 	return out, nil
+}
+
+// CheckCredentials implements host.Credentials for GitHub's keys: GET /user
+// with the host's token, which costs one call only when it works (a 401
+// costs none). Keys of other providers have no such check here (known
+// false). A 401 is credentials that do not work; any other failure is err.
+func (q *HostQuotas) CheckCredentials(ctx context.Context, keys []quota.Key) (ok, known bool, err error) {
+	if !slices.ContainsFunc(keys, func(k quota.Key) bool { return k.Host == q.GitHub.Host }) {
+		return false, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, githubTimeout)
+	defer cancel()
+	_, err = q.GitHub.Client().Login(ctx)
+	var se *github.StatusError
+	if errors.As(err, &se) && se.StatusCode == http.StatusUnauthorized {
+		return false, true, nil
+	}
+	return err == nil, true, err
 }

@@ -93,10 +93,24 @@ func (h *Host) startReady(ctx context.Context, j job.Job) {
 			}
 		}
 	}
+	if j.Runs > 0 && j.Spec.CheckCmd != "" {
+		// A re-run reconciles first (docs/lifecycle.md, Reconcile): the
+		// job is moved to running for its check, which may end it.
+		trigger := rerunTrigger(h.lastReason(ctx, j))
+		var ok bool
+		if j, ok = h.apply(ctx, j, job.Change{To: job.Running, Reason: "claimed: reconciling before the " + trigger + " re-run"}); !ok {
+			return
+		}
+		if j, ok = h.reconcile(ctx, j, trigger); !ok {
+			return
+		}
+	}
 	h.attempt(ctx, j, j.Spec.Argv, "started", keys)
 }
 
-// attempt moves the job to running and runs one attempt.
+// attempt moves the job to running (a job its reconcile check already
+// moved there stays) and runs one attempt. An attempt ends the job's
+// deferral chain (docs/lifecycle.md, Deferral chains).
 func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string, keys []quota.Key) {
 	start := h.cfg.Clock.Now()
 	att := &job.Attempt{ID: "att-" + randomHex(8), Fence: j.Fence, StartedAt: start}
@@ -104,9 +118,13 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 	if j.Spec.ProgressTimeout > 0 {
 		progressBy = start.Add(j.Spec.ProgressTimeout)
 	}
-	j, ok := h.apply(ctx, j, job.Change{To: job.Running, Reason: why, Attempt: att, Mutate: func(x *job.Job) {
+	to := job.Running
+	if j.State == job.Running {
+		to = ""
+	}
+	j, ok := h.apply(ctx, j, job.Change{To: to, Reason: why, Attempt: att, Mutate: func(x *job.Job) {
 		x.Stage, x.ProgressBy, x.Approved, x.RunAt = "running", progressBy, false, time.Time{}
-		x.Ownership, x.ResumeBy = job.NoOwnership, time.Time{}
+		x.Ownership, x.ResumeBy, x.Runs = job.NoOwnership, time.Time{}, x.Runs+1
 	}})
 	if !ok {
 		return
@@ -128,8 +146,8 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 	}
 	if ctx.Err() != nil {
 		if h.stopping() {
-			att.Outcome = "host stopped"
-			h.apply(ctx, j, job.Change{To: job.Ready, Reason: "host stopped", Attempt: att, Mutate: func(x *job.Job) {
+			att.Outcome = reasonHostStopped
+			h.apply(ctx, j, job.Change{To: job.Ready, Reason: reasonHostStopped, Attempt: att, Mutate: func(x *job.Job) {
 				x.Stage = "ready"
 				releaseLease(x)
 			}})
@@ -148,9 +166,13 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 		if res.SessionID != "" {
 			j, _ = h.apply(ctx, j, job.Change{Mutate: session})
 		}
+		if res.Outcome.Class == provider.ClassSecondary && j.Secondaries >= h.cfg.Policy.SecondaryRetries {
+			h.fail(ctx, j, fmt.Sprintf("secondary limit again after %d retries: %s", j.Secondaries, res.Outcome.Reason), att)
+			return
+		}
 		h.deferJob(ctx, j, h.waitFromOutcome(ctx, res.Outcome, keys), att, keys)
 	case provider.ClassAuth:
-		h.block(ctx, j, "authentication: "+res.Outcome.Reason, att)
+		h.authWait(ctx, j, res.Outcome.Reason, att, session)
 	case provider.ClassTransient:
 		n := j.Attempts + 1
 		limit := j.Spec.MaxAttempts
@@ -162,9 +184,10 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 			return
 		}
 		runAt := end.Add(transientBackoff.Next(n - 1))
-		h.apply(ctx, j, job.Change{To: job.Ready, Reason: "transient failure: " + res.Outcome.Reason, Attempt: att,
+		h.apply(ctx, j, job.Change{To: job.Ready, Reason: reasonTransient + ": " + res.Outcome.Reason, Attempt: att,
 			Mutate: func(x *job.Job) {
 				x.Attempts, x.RunAt, x.Stage = n, runAt, "retry at "+stageTime(runAt)
+				x.Secondaries, x.Probes = 0, 0
 				session(x)
 				releaseLease(x)
 			}})

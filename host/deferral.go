@@ -5,6 +5,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -103,10 +104,18 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 	if att == nil {
 		chainBy = j.ResumeBy
 	}
+	secondaries := 0
+	if w.Secondary {
+		secondaries = j.Secondaries + 1
+	}
 	if w.ResetAt.IsZero() {
 		backoff := p.SecondaryWait
 		if !w.Secondary {
-			backoff = ProbeBackoff[min(j.Probes, len(ProbeBackoff)-1)]
+			if j.Probes >= MaxProbes {
+				h.fail(ctx, j, fmt.Sprintf("%s: the reset stayed unknown through %d probes", w.Why, j.Probes), att)
+				return
+			}
+			backoff = h.probeWait(j.Probes)
 		}
 		runAt := now.Add(backoff)
 		why, note := w.Why+" (reset unknown; probing again)", " (reset unknown)"
@@ -122,6 +131,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 				// A probe inside a chain keeps its resume_by: the sweep
 				// cancels the job if the chain ends before the quota is back.
 				x.RunAt, x.ResumeBy, x.Ownership, x.Probes = runAt, chainBy, job.Retained, x.Probes+1
+				x.Secondaries = secondaries
 				x.Stage = "Quota wait until " + stageTime(runAt) + note
 				releaseLease(x)
 			}})
@@ -132,7 +142,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		return
 	}
 	rc, data, err := h.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: p.DrawJitter(h.cfg.Rand),
-		ChainBy: chainBy, Keys: keys, Retained: true})
+		ChainBy: chainBy, Keys: keys, Retained: true, Owner: h.cfg.ID})
 	if windowError(err) {
 		h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: err.Error(), Attempt: att,
 			Mutate: func(x *job.Job) { x.Stage = "Cancelled: " + err.Error(); releaseLease(x) }})
@@ -143,9 +153,10 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		return
 	}
 	h.apply(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,
-		Receipt: &job.Receipt{JobID: j.ID, JSON: data, IssuedAt: now},
+		Receipt: &job.Receipt{JobID: j.ID, JSON: data, IssuedAt: now, HostID: h.cfg.ID, Fence: j.Fence},
 		Mutate: func(x *job.Job) {
 			x.RunAt, x.ResumeBy, x.Ownership, x.Probes = rc.ResumeAfter(), rc.ResumeBy(), job.Retained, 0
+			x.Secondaries = secondaries
 			x.Stage = "Quota wait until " + stageTime(rc.ResumeAfter())
 			releaseLease(x)
 		}})

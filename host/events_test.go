@@ -93,8 +93,7 @@ func TestSweepIsAnEvent(t *testing.T) {
 	b := setup(t)
 	sub := b.host.Subscribe(0)
 	defer sub.Close()
-	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
-	b.submit("j", job.Spec{Deadline: t0.Add(time.Minute)})
+	b.submit("j", job.Spec{Deadline: t0.Add(time.Minute), EnvNames: []string{"DEPLOY_KEY"}}) // the host lacks it
 	b.awaitState("j", job.Blocked)
 	b.clock.Advance(2 * time.Minute) // past its deadline: the sweep cancels it
 	ev := next(t, sub, "")
@@ -121,7 +120,7 @@ func TestEmbeddedFrontDoorWakesTheHost(t *testing.T) {
 
 	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
 	b.submit("auth", job.Spec{})
-	b.awaitState("auth", job.Blocked)
+	b.awaitState("auth", job.AuthWait)
 	if _, err := b.host.Unblock(context.Background(), "auth"); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ const (
 	// DefaultDeadline is a job's deadline after its submission when it
 	// names none; MaxDeadline bounds how far ahead a deadline (and a
 	// progress timeout) may be.
-	DefaultDeadline   = 24 * time.Hour
+	DefaultDeadline   = job.DefaultDeadline
 	MaxDeadline       = 30 * 24 * time.Hour
 	DefaultResumeRate = 10 // resumes per second per key
 	// MinResumeRate and MaxResumeRate bound Config.ResumeRate (resumes per
@@ -67,9 +67,34 @@ const (
 // pass could move none of it.
 const stuckRetry = 50 * time.Millisecond
 
-// ProbeBackoff is the wait before probing a quota whose reset is unknown
-// again: 15, 30, 60, then 120 minutes.
-var ProbeBackoff = []time.Duration{15 * time.Minute, 30 * time.Minute, 60 * time.Minute, 120 * time.Minute}
+// probeWait is the wait before probing again, after n probes in a row, a
+// quota whose reset is unknown: the policy's UnknownReset doubled each
+// time, at most 8 times it (by default 15, 30, 60, then 120 minutes).
+func (h *Host) probeWait(n int) time.Duration {
+	u := h.cfg.Policy.UnknownReset
+	return clock.Exponential(u, 8*u).Next(n)
+}
+
+// MaxProbes bounds the deferrals in a row without a declared reset: the
+// next one fails the job. Twelve probes on the default backoff span about
+// 20 hours, within the default deadline.
+const MaxProbes = 12
+
+// DefaultAuthRecheck is the first wait of a job in auth-wait before its
+// credentials are checked; the later ones are authSteps times it (1, 5,
+// 15, then every 60 minutes; docs/lifecycle.md, Waiting for credentials).
+const DefaultAuthRecheck = time.Minute
+
+// MaxAuthRecheck bounds Config.AuthRecheck.
+const MaxAuthRecheck = time.Hour
+
+var authSteps = []time.Duration{1, 5, 15, 60}
+
+// authWaitAfter is the wait before the credentials check that follows n
+// failed ones.
+func (h *Host) authWaitAfter(n int) time.Duration {
+	return h.cfg.AuthRecheck * authSteps[min(max(n, 0), len(authSteps)-1)]
+}
 
 // Config configures a Host. Store and Runner are required.
 type Config struct {
@@ -77,9 +102,15 @@ type Config struct {
 	Runner Runner
 	// Quotas resolves quota names; nil means jobs' quotas are not checked.
 	Quotas Quotas
-	Policy quota.Policy
-	Clock  clock.Clock
-	Rand   quota.Rand
+	// Credentials re-checks the credentials of jobs in auth-wait; nil
+	// leaves such jobs (but agent jobs, whose CLI checks itself) to
+	// `layover unblock`. AuthRecheck is the first wait before a check
+	// (default DefaultAuthRecheck, at most MaxAuthRecheck).
+	Credentials Credentials
+	AuthRecheck time.Duration
+	Policy      quota.Policy
+	Clock       clock.Clock
+	Rand        quota.Rand
 	// Lease is how long a claim holds without renewal; Heartbeat how often
 	// the host renews its leases and its liveness. Heartbeat < Lease.
 	Lease, Heartbeat time.Duration
@@ -130,6 +161,12 @@ type Host struct {
 	// sleepUntil is when the scheduler loop next wakes by itself; zero
 	// while it is awake, about to read the store again.
 	sleepUntil time.Time
+	// authLook is when the scheduler next lists the jobs in auth-wait for
+	// their credentials checks: the earliest check this host knows of, at
+	// most a heartbeat away (another host's jobs). authBusy is set while a
+	// round of checks runs. Both guarded by mu.
+	authLook time.Time
+	authBusy bool
 }
 
 // active is a job this host holds.
@@ -161,6 +198,10 @@ func New(cfg Config) (*Host, error) {
 	}
 	if c.Heartbeat >= c.Lease {
 		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", c.Heartbeat, c.Lease)
+	}
+	c.AuthRecheck = orDuration(c.AuthRecheck, DefaultAuthRecheck)
+	if c.AuthRecheck < 0 || c.AuthRecheck > MaxAuthRecheck {
+		return nil, fmt.Errorf("host: credentials recheck %s: want up to %s", c.AuthRecheck, MaxAuthRecheck)
 	}
 	if c.ResumeRate == 0 {
 		c.ResumeRate = DefaultResumeRate
@@ -278,6 +319,7 @@ func (h *Host) loop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Error("sweep", "err", err)
 		}
+		h.maybeRecheckCredentials(ctx, now)
 		if swept != (store.SweepResult{}) {
 			h.publish(Event{At: now, Swept: swept})
 		}
@@ -370,6 +412,10 @@ func (h *Host) dueAt(j job.Job) (time.Time, bool) {
 		}
 	case job.Deferred:
 		if j.Ownership == job.Retained {
+			add(j.RunAt)
+		}
+	case job.AuthWait:
+		if !j.RunAt.IsZero() {
 			add(j.RunAt)
 		}
 	case job.Running:

@@ -257,7 +257,9 @@ func TestTransientFailuresRetryWithBackoffThenFail(t *testing.T) {
 	}
 }
 
-func TestPermanentFailsAndAuthBlocks(t *testing.T) {
+// A permanent failure fails the job; an authentication failure waits for
+// credentials (auth-wait), which `layover unblock` ends too.
+func TestPermanentFailsAndAuthWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.script.push(func(context.Context, host.Run) error { return host.Permanent("404") })
@@ -266,7 +268,7 @@ func TestPermanentFailsAndAuthBlocks(t *testing.T) {
 
 	b.script.push(func(context.Context, host.Run) error { return host.Auth("bad credentials") }, ok)
 	b.submit("auth", job.Spec{})
-	j := b.awaitState("auth", job.Blocked)
+	j := b.awaitState("auth", job.AuthWait)
 	if !strings.Contains(j.Stage, "bad credentials") {
 		t.Errorf("stage %q", j.Stage)
 	}

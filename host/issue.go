@@ -36,6 +36,10 @@ type issueInput struct {
 	ChainBy  time.Time
 	Keys     []quota.Key
 	Retained bool
+	// Owner is the durable host that records a retained receipt's wake-up;
+	// the receipt's ownership digests bind it, the job and Job.Fence
+	// (receipt.Owner).
+	Owner string
 }
 
 // issueReceipt is the one place a receipt is made, for a job deferred by
@@ -64,8 +68,8 @@ func (f *Jobs) issueReceipt(ctx context.Context, in issueInput) (*receipt.Receip
 		Bindings: b, FreshApprovalRequired: in.Job.Spec.FreshApprovalRequired}
 	var rc *receipt.Receipt
 	if in.Retained {
-		nonce := randomHex(16)
-		rc, err = receipt.NewRetained(params, receipt.Digest("wakeup:"+in.Job.ID+":"+nonce), receipt.Digest("cancel:"+in.Job.ID+":"+nonce))
+		o := receipt.Owner{JobID: in.Job.ID, HostID: in.Owner, Fence: in.Job.Fence, WakeAt: after}
+		rc, err = receipt.NewRetained(params, o.WakeupDigest(), o.CancellationDigest())
 	} else {
 		rc, err = receipt.NewHandoff(params)
 	}

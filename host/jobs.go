@@ -98,6 +98,7 @@ func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, b
 	if err := spec.Validate(); err != nil {
 		return job.Job{}, false, err
 	}
+	spec = f.withDeadline(ctx, id, spec)
 	now := f.cfg.Clock.Now()
 	j, created, err := f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
 	if err == nil {
@@ -143,12 +144,14 @@ var ErrNoDeclaredReset = errors.New("no receipt without a reset the provider dec
 // handoff. A reset more than 24 h ahead, or past the job's deadline, yields
 // no receipt.
 func (f *Jobs) PrepareDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, keys []quota.Key) (job.Job, *receipt.Receipt, []byte, error) {
-	return f.prepareDeferred(ctx, id, spec, d, keys, false)
+	return f.prepareDeferred(ctx, id, spec, d, keys, "")
 }
 
 // prepareDeferred is the deferred job and its receipt, issued at now by
-// issueReceipt, retained or handoff.
-func (f *Jobs) prepareDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, keys []quota.Key, retained bool) (job.Job, *receipt.Receipt, []byte, error) {
+// issueReceipt: retained by the durable host owner, or handoff when owner
+// is "".
+func (f *Jobs) prepareDeferred(ctx context.Context, id string, spec job.Spec, d Deferral, keys []quota.Key, owner string) (job.Job, *receipt.Receipt, []byte, error) {
+	retained := owner != ""
 	if !ValidID(id) {
 		return job.Job{}, nil, nil, badID(id)
 	}
@@ -158,7 +161,7 @@ func (f *Jobs) prepareDeferred(ctx context.Context, id string, spec job.Spec, d 
 	now := f.cfg.Clock.Now()
 	j := job.Job{ID: id, Spec: spec, State: job.Deferred, CreatedAt: now, UpdatedAt: now}
 	w := wait{Key: d.Key, Provider: d.Provider, Secondary: d.Secondary, ResetAt: d.ResetAt}
-	rc, data, err := f.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: d.Jitter, Keys: keys, Retained: retained})
+	rc, data, err := f.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: d.Jitter, Keys: keys, Retained: retained, Owner: owner})
 	if err != nil {
 		return job.Job{}, nil, nil, err
 	}
@@ -183,15 +186,16 @@ func (f *Jobs) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	if err := spec.Validate(); err != nil {
 		return job.Job{}, nil, err
 	}
-	retained, err := f.hostLive(ctx)
+	spec = f.withDeadline(ctx, id, spec)
+	owner, err := f.liveOwner(ctx)
 	if err != nil {
 		return job.Job{}, nil, err
 	}
-	j, rc, data, err := f.prepareDeferred(ctx, id, spec, d, keys, retained)
+	j, rc, data, err := f.prepareDeferred(ctx, id, spec, d, keys, owner)
 	if err != nil {
 		return job.Job{}, nil, err
 	}
-	stored, created, err := f.st.SubmitJob(ctx, j, &job.Receipt{JobID: id, JSON: data, IssuedAt: j.CreatedAt}, j.CreatedAt)
+	stored, created, err := f.st.SubmitJob(ctx, j, &job.Receipt{JobID: id, JSON: data, IssuedAt: j.CreatedAt, HostID: owner}, j.CreatedAt)
 	if err != nil {
 		return job.Job{}, nil, err
 	}
@@ -203,16 +207,39 @@ func (f *Jobs) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	return stored, rc, nil
 }
 
-// hostLive reports whether a durable host is live to wake a deferral.
-func (f *Jobs) hostLive(ctx context.Context) (bool, error) {
+// liveOwner names the durable host that will wake a deferral: this Jobs'
+// own Host while it runs, else a live host on the store; "" when none is
+// live.
+func (f *Jobs) liveOwner(ctx context.Context) (string, error) {
 	if f.live != nil {
-		return f.live(), nil
+		if f.live() {
+			return f.cfg.ID, nil
+		}
+		return "", nil
 	}
 	live, err := f.LiveHosts(ctx)
 	if err != nil {
-		return false, fmt.Errorf("read hosts: %w", err)
+		return "", fmt.Errorf("read hosts: %w", err)
 	}
-	return len(live) > 0, nil
+	if len(live) == 0 {
+		return "", nil
+	}
+	return live[0].ID, nil
+}
+
+// withDeadline gives a spec without a deadline the default one: the
+// stored job's, when the id was submitted before (so that submitting it
+// again is the same submission), else DefaultDeadline from now.
+func (f *Jobs) withDeadline(ctx context.Context, id string, spec job.Spec) job.Spec {
+	if !spec.Deadline.IsZero() {
+		return spec
+	}
+	if old, err := f.st.Job(ctx, id); err == nil {
+		spec.Deadline = old.Spec.Deadline
+		return spec
+	}
+	spec.Deadline = f.cfg.Clock.Now().Add(DefaultDeadline)
+	return spec
 }
 
 // Operator actions: they work on the store directly, with or without a
@@ -220,7 +247,7 @@ func (f *Jobs) hostLive(ctx context.Context) (bool, error) {
 // running job from its host bumps the fence, so the host loses it and
 // stops the process.
 
-var notEnded = []job.State{job.Ready, job.Running, job.Deferred, job.Resumable, job.Blocked}
+var notEnded = []job.State{job.Ready, job.Running, job.Deferred, job.Resumable, job.AuthWait, job.Blocked}
 
 // Cancel cancels a job that has not ended. A running job's process is
 // signalled by its host when the host's next heartbeat finds the lease gone.
@@ -245,12 +272,12 @@ func (f *Jobs) Approve(ctx context.Context, id string) (job.Job, error) {
 	return j, err
 }
 
-// Unblock returns a blocked job to ready.
+// Unblock returns a blocked job, or one waiting for credentials, to ready.
 func (f *Jobs) Unblock(ctx context.Context, id string) (job.Job, error) {
 	now := f.cfg.Clock.Now()
-	j, err := f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked}, Reason: "unblocked by the operator", Now: now,
+	j, err := f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Ready, From: []job.State{job.Blocked, job.AuthWait}, Reason: reasonUnblocked, Now: now,
 		Mutate: func(x *job.Job) {
-			x.Stage, x.RunAt, x.Ownership, x.ResumeBy = "ready", now, job.NoOwnership, time.Time{}
+			x.Stage, x.RunAt, x.Ownership, x.ResumeBy, x.Probes = "ready", now, job.NoOwnership, time.Time{}, 0
 		}})
 	if err == nil {
 		f.woke(j)
@@ -315,10 +342,10 @@ func (f *Jobs) Adopt(ctx context.Context, id string) (job.Job, *receipt.Receipt,
 	if by < after.UnixMilli() {
 		return job.Job{}, nil, fmt.Errorf("job %s: its receipt expired at %s", id, old.ResumeBy().Format(time.RFC3339))
 	}
-	nonce := randomHex(16)
+	owner := receipt.Owner{JobID: id, HostID: live[0].ID, Fence: j.Fence, WakeAt: after}
 	rc, err := receipt.NewRetained(receipt.Params{Version: old.Version, Reason: old.Reason, IssuedAt: now, ResumeAfter: after,
 		ResumeBy: time.UnixMilli(by), Bindings: old.Bindings, FreshApprovalRequired: old.FreshApprovalRequired},
-		receipt.Digest("wakeup:"+id+":"+nonce), receipt.Digest("cancel:"+id+":"+nonce))
+		owner.WakeupDigest(), owner.CancellationDigest())
 	if err != nil {
 		return job.Job{}, nil, err
 	}
@@ -327,7 +354,7 @@ func (f *Jobs) Adopt(ctx context.Context, id string) (job.Job, *receipt.Receipt,
 		return job.Job{}, nil, err
 	}
 	j, err = f.applyJob(ctx, id, job.NoFence, job.Change{To: job.Deferred, From: []job.State{job.Deferred}, Now: now,
-		Reason: "adopted by a live host", Receipt: &job.Receipt{JobID: id, JSON: data, IssuedAt: now},
+		Reason: "adopted by a live host", Receipt: &job.Receipt{JobID: id, JSON: data, IssuedAt: now, HostID: owner.HostID, Fence: j.Fence},
 		Mutate: func(x *job.Job) {
 			x.Ownership, x.RunAt, x.ResumeBy = job.Retained, rc.ResumeAfter(), rc.ResumeBy()
 		}})

@@ -27,8 +27,7 @@ func TestMissingEnvironmentBlocks(t *testing.T) {
 func TestCancelBlockedAndResumable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.script.push(func(context.Context, host.Run) error { return host.Auth("expired") })
-	b.submit("blocked", job.Spec{})
+	b.submit("blocked", job.Spec{EnvNames: []string{"DEPLOY_KEY"}}) // the host lacks it
 	b.awaitState("blocked", job.Blocked)
 	if _, err := b.ops.Cancel(context.Background(), "blocked"); err != nil {
 		t.Fatal(err)

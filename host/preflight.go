@@ -91,26 +91,17 @@ func (h *Host) resume(ctx context.Context, j job.Job) {
 		h.awaitApproval(ctx, j, now)
 		return
 	}
-	// 6. The check command: 0 the outcome already holds, 1 run, other blocked.
-	if j.Spec.CheckCmd != "" {
-		code, _, err := h.shell(ctx, j, j.Spec.CheckCmd, nil)
-		switch {
-		case err != nil:
-			h.block(ctx, j, "check-cmd: "+err.Error(), nil)
-			return
-		case code == 0:
-			h.apply(ctx, j, job.Change{To: job.Complete, Reason: "check-cmd: the outcome already holds",
-				Mutate: func(x *job.Job) { x.Stage = "complete"; releaseLease(x) }})
-			return
-		case code != 1:
-			h.block(ctx, j, "check-cmd exited "+strconv.Itoa(code)+": unsafe to run", nil)
-			return
-		}
+	// 6. Reconcile: the check command (0 the outcome already holds, 1 run,
+	// other blocked), recorded with the job.
+	var ok bool
+	if j, ok = h.reconcile(ctx, j, TriggerResume); !ok {
+		return
 	}
 	if !h.pace(ctx, keys) {
 		return
 	}
-	h.attempt(ctx, j, h.resumeArgv(j), "resumed", keys)
+	argv, why := h.resumeArgv(j)
+	h.attempt(ctx, j, argv, why, keys)
 }
 
 // stillShort reads fresh quota state (falling back to the ledger when the
@@ -190,15 +181,27 @@ func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
 	return true
 }
 
-// resumeArgv is the command of a resume: the resume command with
-// {session_id} filled in when one is set and the session is known, else the
-// job's own argv.
-func (h *Host) resumeArgv(j job.Job) []string {
+// resumeArgv is the command of a resume and the reason its transition
+// records: the resume command with {session_id} filled in when one is set
+// and the session is known, else the job's own argv. An agent job whose
+// session was not captured restarts from its brief, and says so.
+func (h *Host) resumeArgv(j job.Job) ([]string, string) {
 	rc := j.Spec.ResumeCmd
-	if rc == "" || (strings.Contains(rc, "{session_id}") && j.SessionID == "") {
-		return j.Spec.Argv
+	switch {
+	case rc == "":
+		return j.Spec.Argv, "resumed"
+	case strings.Contains(rc, "{session_id}") && j.SessionID == "":
+		return j.Spec.Argv, "resumed: " + NoSessionNote
 	}
-	return []string{h.cfg.Shell, "-c", strings.ReplaceAll(rc, "{session_id}", shellQuote(j.SessionID))}
+	why := "resumed with --resume-cmd"
+	if strings.Contains(rc, "{session_id}") {
+		why = "resumed: continuing session " + j.SessionID
+	}
+	return []string{h.cfg.Shell, "-c", strings.ReplaceAll(rc, "{session_id}", shellQuote(j.SessionID))}, why
 }
+
+// NoSessionNote is what a resume records when the failed attempt's output
+// named no agent session to continue.
+const NoSessionNote = "no agent session was captured, so the job restarts from its brief"
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/layoverhq/layover/host/supervisor"
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/redact"
 )
 
@@ -151,8 +152,11 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	out.flush()
 	errw.flush()
 	code := exitCode(cmd.ProcessState, err)
+	// An agent CLI's session, for the resume that continues it
+	// (docs/agents.md): read from the output's tail, secrets masked.
+	session := agentcli.SessionID(out.tail(), errw.tail())
 	if code == 0 {
-		return Result{Outcome: provider.Unknown("process", provider.ClassOK, "exit 0")}
+		return Result{Outcome: provider.Unknown("process", provider.ClassOK, "exit 0"), SessionID: session}
 	}
 	now := time.Now
 	if p.Now != nil {
@@ -162,7 +166,7 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	if ctx.Err() != nil {
 		o = provider.Unknown(o.Provider, provider.ClassTransient, "stopped by the host")
 	}
-	return Result{ExitCode: code, Outcome: o}
+	return Result{ExitCode: code, Outcome: o, SessionID: session}
 }
 
 func exitCode(ps *os.ProcessState, err error) int {

@@ -1,0 +1,162 @@
+package host
+
+// Waiting for credentials (docs/lifecycle.md, Waiting for credentials): an
+// attempt that failed for authentication moves its job to auth-wait, apart
+// from the quota waits. The host re-checks the credentials cheaply on
+// the backoff of Host.authWaitAfter and makes the job ready when they work; `layover unblock`
+// does too. A quota reset never ends auth-wait.
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/quota"
+)
+
+// Credentials re-checks the credentials a job's quota keys use, with a
+// call that costs next to nothing (GitHub's GET /user, an LLM API's model
+// list).
+type Credentials interface {
+	// CheckCredentials reports whether the credentials of keys work now.
+	// known is false when none of keys has such a check; err is a check
+	// that could not be made (the network), which is tried again later.
+	CheckCredentials(ctx context.Context, keys []quota.Key) (ok, known bool, err error)
+}
+
+// waitingForCredentials starts the stage of a job in auth-wait.
+const waitingForCredentials = "Waiting for credentials since "
+
+// authCheckTimeout bounds one credentials check.
+const authCheckTimeout = time.Minute
+
+// authWait moves a job whose attempt failed for authentication to
+// auth-wait, its first credentials check Config.AuthRecheck from now.
+func (h *Host) authWait(ctx context.Context, j job.Job, why string, att *job.Attempt, mutate func(*job.Job)) {
+	now := h.cfg.Clock.Now()
+	h.apply(ctx, j, job.Change{To: job.AuthWait, Reason: "authentication: " + why, Attempt: att, Mutate: func(x *job.Job) {
+		mutate(x)
+		x.RunAt, x.Probes, x.Secondaries = now.Add(h.authWaitAfter(0)), 0, 0
+		x.Ownership, x.ResumeBy = job.NoOwnership, time.Time{}
+		x.Stage = waitingForCredentials + stageTime(now) + " (authentication: " + why + ")"
+		releaseLease(x)
+	}})
+	h.noteAuthWait(now.Add(h.authWaitAfter(0)))
+}
+
+// maybeRecheckCredentials starts a round of credentials checks in the
+// background when one is due and none is running.
+func (h *Host) maybeRecheckCredentials(ctx context.Context, now time.Time) {
+	h.mu.Lock()
+	due := !h.authBusy && !now.Before(h.authLook)
+	if due {
+		h.authBusy, h.authLook = true, now.Add(h.cfg.Heartbeat)
+	}
+	h.mu.Unlock()
+	if !due {
+		return
+	}
+	h.loops.Add(1)
+	go func() {
+		defer h.loops.Done()
+		next := h.recheckCredentials(ctx, now)
+		h.mu.Lock()
+		h.authBusy = false
+		if !next.IsZero() && next.Before(h.authLook) {
+			h.authLook = next
+		}
+		h.mu.Unlock()
+		if !next.IsZero() {
+			h.nudgeIfSooner(job.Job{State: job.AuthWait, RunAt: next})
+		}
+	}()
+}
+
+// noteAuthWait makes the scheduler look at the auth-wait jobs by at.
+func (h *Host) noteAuthWait(at time.Time) {
+	h.mu.Lock()
+	if at.Before(h.authLook) {
+		h.authLook = at
+	}
+	h.mu.Unlock()
+}
+
+// recheckCredentials checks the credentials of the auth-wait jobs whose
+// next check is due at now, one at a time, and makes ready those whose
+// credentials work. A job without a check stays until `layover unblock`
+// (it is looked at again at the backoff's last step).
+// It returns the earliest check still ahead (zero: none).
+func (h *Host) recheckCredentials(ctx context.Context, now time.Time) (next time.Time) {
+	waiting, err := h.st.ListJobs(ctx, job.AuthWait)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.cfg.Logger.Error("list jobs waiting for credentials", "err", err)
+		}
+		return time.Time{}
+	}
+	ahead := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for _, j := range waiting {
+		if ctx.Err() != nil {
+			break
+		}
+		if j.RunAt.IsZero() || j.RunAt.After(now) {
+			ahead(j.RunAt)
+			continue
+		}
+		ok, known, err := h.credentialsWork(ctx, j)
+		now := h.cfg.Clock.Now()
+		switch {
+		case ok:
+			h.apply(ctx, j, job.Change{To: job.Ready, From: []job.State{job.AuthWait}, Reason: reasonCredentials,
+				Mutate: func(x *job.Job) { x.Stage, x.RunAt, x.Probes = "ready", time.Time{}, 0 }})
+		case !known:
+			at := now.Add(h.authWaitAfter(len(authSteps)))
+			ahead(at)
+			h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
+				x.RunAt = at
+				if !strings.Contains(x.Stage, "layover unblock") {
+					x.Stage += "; no credentials check for this job: layover unblock " + x.ID + " once they are fixed"
+				}
+			}})
+		default:
+			if err != nil {
+				h.cfg.Logger.Warn("credentials check", "job", j.ID, "err", err)
+			}
+			at := now.Add(h.authWaitAfter(j.Probes + 1))
+			ahead(at)
+			h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
+				x.RunAt, x.Probes = at, x.Probes+1
+			}})
+		}
+	}
+	return next
+}
+
+// credentialsWork runs a job's credentials check: for an agent job, its
+// CLI's own status command; else the check of its quota keys.
+func (h *Host) credentialsWork(ctx context.Context, j job.Job) (ok, known bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	defer cancel()
+	if a, found := agentcli.AgentNamed(j.Spec.Agent); found && len(a.AuthCheck) > 0 {
+		quoted := make([]string, len(a.AuthCheck))
+		for i, arg := range a.AuthCheck {
+			quoted[i] = shellQuote(arg)
+		}
+		code, _, err := h.shell(cctx, j, strings.Join(quoted, " "), nil)
+		return err == nil && code == 0, true, err
+	}
+	if h.cfg.Credentials == nil {
+		return false, false, nil
+	}
+	keys, err := h.keysOf(cctx, j)
+	if err != nil || len(keys) == 0 {
+		return false, false, err
+	}
+	return h.cfg.Credentials.CheckCredentials(cctx, keys)
+}
