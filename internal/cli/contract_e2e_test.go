@@ -24,15 +24,17 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 
 // The fields of docs/design.md's show contract.
 var (
-	jobKeys  = []string{"checkpoint", "id", "name", "ownership", "spec", "stage", "state"}
-	showKeys = []string{"attempts", "checkpoint", "id", "name", "ownership", "receipts", "spec", "stage", "state", "transitions"}
-	specKeys = []string{"argv", "check_cmd", "deadline", "env_names", "fresh_approval_required", "max_attempts",
-		"plan_cmd", "priority", "progress_timeout", "provider", "quota", "resume_cmd", "verify_cmd"}
+	jobKeys  = []string{"checkpoint", "id", "name", "ownership", "session_id", "spec", "stage", "state"}
+	showKeys = []string{"attempts", "checkpoint", "checks", "id", "name", "ownership", "receipt_owners", "receipts",
+		"session_id", "spec", "stage", "state", "transitions"}
+	specKeys = []string{"agent", "argv", "check_cmd", "cleanup_cmd", "deadline", "env_names", "fresh_approval_required",
+		"max_attempts", "plan_cmd", "priority", "progress_timeout", "provider", "quota", "resume_cmd", "verify_cmd"}
 )
 
 // Issue 8 finding 8: show --json has every field of the contract, with
-// attempts, receipts and transitions arrays even when empty; jobs --json
-// lists the same objects without those three.
+// its history arrays (attempts, receipts, transitions, and since issue 10
+// checks and receipt_owners) even when empty; jobs --json lists the same
+// objects without the history.
 func TestShowAndJobsJSONContract(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fake.GitHubConfig{})
@@ -50,7 +52,7 @@ func TestShowAndJobsJSONContract(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"attempts", "receipts"} {
+	for _, k := range []string{"attempts", "receipts", "checks", "receipt_owners"} {
 		if s := string(shown[k]); s != "[]" {
 			t.Errorf("show --json %s = %s, want [] for a job that never ran nor deferred", k, s)
 		}

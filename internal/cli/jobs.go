@@ -9,6 +9,7 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/receipt"
 	"github.com/layoverhq/layover/textsafe"
 )
 
@@ -62,8 +63,8 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 
 // jobJSON is the show contract of docs/design.md (Output contracts). The
 // history is there exactly when its pointers are set: show sets them, to
-// arrays empty or not; jobs --json leaves them nil, which leaves the three
-// keys out.
+// arrays empty or not; jobs --json leaves them nil, which leaves those keys
+// out.
 type jobJSON struct {
 	ID          string             `json:"id"`
 	Name        string             `json:"name"`
@@ -75,6 +76,35 @@ type jobJSON struct {
 	Receipts    *[]json.RawMessage `json:"receipts,omitempty"`
 	Transitions *[]transitionJSON  `json:"transitions,omitempty"`
 	Checkpoint  *job.Checkpoint    `json:"checkpoint"`
+	// Checks are the reconcile checks run before re-runs; Owners the
+	// evidence of each retained receipt's wake-up (show only).
+	Checks *[]checkJSON `json:"checks,omitempty"`
+	Owners *[]ownerJSON `json:"receipt_owners,omitempty"`
+	// SessionID is the agent session a resume continues, null when none
+	// was captured.
+	SessionID any `json:"session_id"`
+}
+
+// checkJSON is one reconcile check: what started it, its exit code (null:
+// it could not run) and what the host did.
+type checkJSON struct {
+	Fence    int64  `json:"fence"`
+	At       any    `json:"at"`
+	Trigger  string `json:"trigger"`
+	ExitCode *int   `json:"exit_code"`
+	Result   string `json:"result"`
+	Detail   string `json:"detail"`
+}
+
+// ownerJSON proves which wake-up a retained receipt names: the host and
+// fence the store kept with it, and whether the receipt's ownership
+// digests are theirs (receipt.Owner).
+type ownerJSON struct {
+	Seq     int    `json:"seq"`
+	Host    string `json:"host"`
+	Fence   int64  `json:"fence"`
+	WakeAt  any    `json:"wake_at"`
+	Matches bool   `json:"matches"`
 }
 
 // attemptJSON is one attempt of the show contract; ended_at is null while
@@ -116,6 +146,8 @@ type specJSON struct {
 	CheckCmd              any      `json:"check_cmd"`
 	VerifyCmd             any      `json:"verify_cmd"`
 	PlanCmd               any      `json:"plan_cmd"`
+	CleanupCmd            any      `json:"cleanup_cmd"`
+	Agent                 any      `json:"agent"`
 	FreshApprovalRequired bool     `json:"fresh_approval_required"`
 	MaxAttempts           int      `json:"max_attempts"`
 	ProgressTimeout       any      `json:"progress_timeout"`
@@ -131,10 +163,11 @@ func nullable(s string) any {
 
 func toJobJSON(j job.Job) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Spec.Name, State: j.State, Stage: j.Stage, Ownership: nullable(string(j.Ownership)),
-		Checkpoint: j.Checkpoint, Spec: specJSON{
+		Checkpoint: j.Checkpoint, SessionID: nullable(j.SessionID), Spec: specJSON{
 			Argv: j.Spec.Argv, EnvNames: nonNil(j.Spec.EnvNames), Quota: nonNil(j.Spec.Quota), Priority: j.Spec.Priority,
 			Deadline: jsonTime(j.Spec.Deadline), ResumeCmd: nullable(j.Spec.ResumeCmd), CheckCmd: nullable(j.Spec.CheckCmd),
 			VerifyCmd: nullable(j.Spec.VerifyCmd), PlanCmd: nullable(j.Spec.PlanCmd),
+			CleanupCmd: nullable(j.Spec.CleanupCmd), Agent: nullable(j.Spec.Agent),
 			FreshApprovalRequired: j.Spec.FreshApprovalRequired, MaxAttempts: j.Spec.MaxAttempts, Provider: j.Spec.Provider}}
 	if j.Spec.ProgressTimeout > 0 {
 		out.Spec.ProgressTimeout = j.Spec.ProgressTimeout.String()
@@ -183,8 +216,19 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return jobError(err)
 	}
+	hist = hist.WithWaits()
 	out := toJobJSON(j)
 	attempts, transitions, receipts := []attemptJSON{}, []transitionJSON{}, []json.RawMessage{}
+	checks, owners := []checkJSON{}, []ownerJSON{}
+	for _, c := range hist.Checks {
+		checks = append(checks, checkJSON{Fence: c.Fence, At: jsonTimeMS(c.At), Trigger: c.Trigger, ExitCode: c.ExitCode,
+			Result: c.Result, Detail: c.Detail})
+	}
+	for _, r := range hist.Receipts {
+		if o, ok := receiptOwner(j.ID, r); ok {
+			owners = append(owners, o)
+		}
+	}
 	for _, a := range hist.Attempts {
 		attempts = append(attempts, attemptJSON{ID: a.ID, Fence: a.Fence, StartedAt: jsonTimeMS(a.StartedAt),
 			EndedAt: jsonTimeMS(a.EndedAt), Outcome: nullable(a.Outcome), ExitCode: a.ExitCode, WaitedS: a.WaitedS})
@@ -197,6 +241,7 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		receipts = append(receipts, json.RawMessage(r.JSON))
 	}
 	out.Attempts, out.Transitions, out.Receipts = &attempts, &transitions, &receipts
+	out.Checks, out.Owners = &checks, &owners
 	if o.JSON {
 		return writeJSON(env, out)
 	}
@@ -213,6 +258,9 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		j.Spec.Priority, command.HumanTime(j.Spec.Deadline))
 	if j.Checkpoint != nil {
 		fmt.Fprintf(w, "  checkpoint: %s at %s\n", shown(j.Checkpoint.Stage), command.HumanTime(j.Checkpoint.At))
+	}
+	if j.SessionID != "" {
+		fmt.Fprintf(w, "  session:   %s\n", shown(j.SessionID))
 	}
 	fmt.Fprintln(w, "Transitions:")
 	for _, t := range hist.Transitions {
@@ -233,10 +281,41 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 				shown(a.Outcome), code)
 		}
 	}
+	if len(checks) > 0 {
+		fmt.Fprintln(w, "Checks:")
+		for _, c := range hist.Checks {
+			code := "-"
+			if c.ExitCode != nil {
+				code = fmt.Sprint(*c.ExitCode)
+			}
+			fmt.Fprintf(w, "  %s  fence %d  before the %s  exit %s  %s: %s\n", command.HumanTime(c.At), c.Fence, shown(c.Trigger), code,
+				shown(c.Result), shown(c.Detail))
+		}
+	}
 	if len(hist.Receipts) > 0 {
 		fmt.Fprintf(w, "Receipts: %d (layover show %s --json prints them)\n", len(hist.Receipts), shown(j.ID))
+		for _, o := range owners {
+			verdict := "its digests match"
+			if !o.Matches {
+				verdict = "its digests do NOT match"
+			}
+			fmt.Fprintf(w, "  receipt %d: wake-up recorded by host %s (fence %d) for %s: %s\n", o.Seq, shown(o.Host), o.Fence,
+				o.WakeAt, verdict)
+		}
 	}
 	return nil
+}
+
+// receiptOwner is the wake-up evidence of a stored receipt with retained
+// ownership; ok is false for a handoff receipt, or one that does not
+// decode (show prints it as stored all the same).
+func receiptOwner(jobID string, r job.Receipt) (ownerJSON, bool) {
+	rc, err := receipt.Decode(r.JSON)
+	if err != nil || !rc.IsRetained() {
+		return ownerJSON{}, false
+	}
+	o := receipt.Owner{JobID: jobID, HostID: r.HostID, Fence: r.Fence, WakeAt: rc.ResumeAfter()}
+	return ownerJSON{Seq: r.Seq, Host: r.HostID, Fence: r.Fence, WakeAt: jsonTimeMS(rc.ResumeAfter()), Matches: o.Names(rc)}, true
 }
 
 // parseID parses flags around exactly one positional job id.

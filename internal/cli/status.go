@@ -118,7 +118,9 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		if b, ok := policy.Blocks(s, now); ok {
 			q.Cause = string(b.Cause)
 		}
-		if q.InWait {
+		if q.InWait || (q.Cause == string(quota.CauseBelowReserve) && s.ResetKnown) {
+			// Held below its reserve, the key's scheduled work waits for
+			// the reset too (its running commands go on).
 			q.WaitUntil = jsonTime(s.ResetAt)
 		}
 		out.Quota = append(out.Quota, q)
@@ -134,10 +136,14 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	}
 
 	hosts := registry.NewHosts(env.Getenv)
-	for _, s := range states {
-		if s.Exhausted(now) {
+	for i, s := range states {
+		switch {
+		case s.Exhausted(now):
 			fmt.Fprintf(env.Stdout, "%s Quota wait until %s (%s %s: %s left)\n", hostLabel(hosts, s.Host),
 				command.HumanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
+		case out.Quota[i].Cause == string(quota.CauseBelowReserve) && s.ResetKnown:
+			fmt.Fprintf(env.Stdout, "%s Quota wait until %s for scheduled work (%s %s: %s left, below its reserve; commands go on)\n",
+				hostLabel(hosts, s.Host), command.HumanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
 		}
 	}
 	if len(waiters) > 0 {
@@ -159,7 +165,7 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		var parts []string
 		for _, state := range job.States {
 			if n := out.Jobs[string(state)]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n, state))
+				parts = append(parts, fmt.Sprintf("%d %s%s", n, state, waitNote[state]))
 			}
 		}
 		fmt.Fprintf(env.Stdout, "Jobs: %s\n", strings.Join(parts, ", "))
@@ -230,4 +236,12 @@ func hostLabel(hosts *registry.Hosts, host string) string {
 		return p.Label
 	}
 	return command.Label(host)
+}
+
+// waitNote names the two waits apart in status's job counts: a quota wait
+// ends at a reset, a wait for credentials when they work again
+// (docs/lifecycle.md).
+var waitNote = map[job.State]string{
+	job.Deferred: " (in a Quota wait)",
+	job.AuthWait: " (waiting for credentials)",
 }

@@ -5,12 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/agentcli"
 )
+
+// agentNames lists the agents --agent takes, for help and errors.
+func agentNames() string {
+	var names []string
+	for _, a := range agentcli.Agents() {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ", ")
+}
 
 // SubmitOptions are the flags of layover submit.
 type SubmitOptions struct {
@@ -32,11 +43,13 @@ type SubmitOptions struct {
 	Name      string
 	Provider  string
 	Principal string
+	Agent     string
+	Cleanup   string
 }
 
 func runSubmit(ctx context.Context, env *Env, args []string) error {
 	var o SubmitOptions
-	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
+	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--cleanup-cmd ...] [--agent NAME] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
 	fs.StringVar(&o.ID, "id", "", "job id; the same id with the same spec is the same job (default a new id)")
 	fs.StringVar(&o.Name, "name", "", fmt.Sprintf("a name for people (at most %d bytes, printable)", job.MaxNameBytes))
 	fs.Var(&o.Quota, "quota", "quota the job draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
@@ -47,6 +60,8 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&o.Check, "check-cmd", "", "shell command run before a resume: exit 0 done, 1 run, other blocked")
 	fs.StringVar(&o.Verify, "verify-cmd", "", "shell command run after exit 0: only its success completes the job")
 	fs.StringVar(&o.Plan, "plan-cmd", "", "shell command whose output is the plan a receipt binds")
+	fs.StringVar(&o.Cleanup, "cleanup-cmd", "", "shell command the host runs after the job is cancelled or fails, under its quota keys")
+	fs.StringVar(&o.Agent, "agent", "", "the agent CLI the job runs ("+agentNames()+"): its built-in resume continues the session, its own status command checks its credentials")
 	fs.BoolVar(&o.Approval, "require-fresh-approval", false, "a resume waits for layover approve")
 	fs.IntVar(&o.Attempts, "max-attempts", host.DefaultMaxAttempts, "runs allowed for transient failures")
 	fs.durationVar(&o.Progress, "progress-timeout", 0, 0, host.MaxDeadline, "take the job back when no checkpoint comes for this long (0: off)")
@@ -104,6 +119,17 @@ func (o *SubmitOptions) spec(now time.Time, known []string) (job.Spec, error) {
 	if o.Provider != "github" {
 		return job.Spec{}, fmt.Errorf("unknown provider %q (known: github)", o.Provider)
 	}
+	provider, resume := o.Provider, o.Resume
+	if o.Agent != "" {
+		a, ok := agentcli.AgentNamed(o.Agent)
+		if !ok {
+			return job.Spec{}, fmt.Errorf("--agent %q: unknown agent (known: %s)", o.Agent, agentNames())
+		}
+		o.Agent, provider = a.Name, a.Provider
+		if resume == "" {
+			resume = a.ResumeCmd
+		}
+	}
 	if o.Attempts < 1 || o.Attempts > host.MaxAttemptsLimit {
 		return job.Spec{}, fmt.Errorf("--max-attempts %d: want 1 to %d", o.Attempts, host.MaxAttemptsLimit)
 	}
@@ -123,8 +149,8 @@ func (o *SubmitOptions) spec(now time.Time, known []string) (job.Spec, error) {
 		quotas = append(quotas, q.String())
 	}
 	spec := job.Spec{Name: o.Name, Argv: o.Command, Workdir: wd, EnvNames: o.EnvNames, Quota: quotas,
-		Provider: o.Provider, Priority: o.Priority, Deadline: deadline.UTC().Truncate(time.Millisecond),
-		ResumeCmd: o.Resume, CheckCmd: o.Check, VerifyCmd: o.Verify, PlanCmd: o.Plan,
+		Provider: provider, Priority: o.Priority, Deadline: deadline.UTC().Truncate(time.Millisecond),
+		ResumeCmd: resume, CheckCmd: o.Check, VerifyCmd: o.Verify, PlanCmd: o.Plan, CleanupCmd: o.Cleanup, Agent: o.Agent,
 		FreshApprovalRequired: o.Approval, MaxAttempts: o.Attempts, ProgressTimeout: o.Progress}
 	if err := spec.Validate(known...); err != nil {
 		return job.Spec{}, err
