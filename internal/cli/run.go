@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
@@ -24,7 +25,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policy := quota.DefaultPolicy()
 	cfg := engineConfig(env, nil)
 	cfg.Policy = &policy
-	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [--cleanup CMD] [--receipt-file PATH] [policy flags] -- CMD [ARGS...]")
+	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [--agent NAME] [--cleanup CMD] [--receipt-file PATH] [policy flags] -- CMD [ARGS...]")
 	fs.Var(&cfg.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
 	policyFlags(fs, &policy)
 	storeLoc := storeFlag(fs)
@@ -32,6 +33,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var deferAfter time.Duration // -1: no --defer-after
 	fs.durationVar(&deferAfter, "defer-after", -1, 0, quota.MaxTotalWaitCap, "defer with a receipt (exit 6) instead of waiting longer than this")
 	fs.StringVar(&cfg.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(registry.CLINames(), ", ")+", or "+registry.Auto)
+	agentName := fs.String("agent", "", "CMD is this agent CLI ("+agentNames()+
+		"): its signals classify a failure (as --provider) and, unless --resume-cmd, its own resume continues the session after a wait")
 	fs.StringVar(&cfg.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&cfg.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
 	fs.StringVar(&cfg.Cleanup, "cleanup", "", "shell command run after CMD ends on SIGINT/SIGTERM or a failure (not a success or a deferral), "+
@@ -45,6 +48,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	cfg.Command = cmd
 	cfg.Defer, cfg.DeferAfter = deferAfter >= 0, max(deferAfter, 0)
 	cfg.HoldStdout = !env.StdoutTerminal
+	if isSet(fs, "agent") {
+		if err := useAgent(cfg, *agentName, isSet(fs, "provider"), isSet(fs, "resume-cmd")); err != nil {
+			return err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("run: %v", err)
 	}
@@ -73,6 +81,24 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return fromEngine(err, "run: ")
 	}
 	return exitCode(res.ExitCode)
+}
+
+// useAgent sets cfg for the agent CLI name (--agent): its provider, and its
+// built-in resume unless the user gave --resume-cmd. An unknown name, or a
+// --provider that names another CLI's signals, is a usage error.
+func useAgent(cfg *command.Config, name string, providerSet, resumeSet bool) error {
+	a, ok := agentcli.AgentNamed(name)
+	if !ok {
+		return usageErr("run: unknown agent %q (known: %s)", shown(name), agentNames())
+	}
+	if providerSet && cfg.Provider != a.Provider {
+		return usageErr("run: --agent %s classifies with %s's signals; --provider %s says otherwise", a.Name, a.Provider, shown(cfg.Provider))
+	}
+	cfg.Provider = a.Provider
+	if !resumeSet {
+		cfg.ResumeCmd = a.ResumeCmd
+	}
+	return nil
 }
 
 // isSet reports whether the flag name was given.
