@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/layoverhq/layover/redact"
 )
@@ -68,7 +70,10 @@ func (r *runner) cleanup(ctx context.Context, err error) error {
 	c.Command = []string{"/bin/sh", "-c", r.c.Cleanup}
 	c.ResumeCmd, c.Cleanup = "", ""
 	c.Defer, c.Submit, c.DeferAfter = false, false, 0
-	c.Stdin, c.Stdout, c.HoldStdout = nil, r.c.Stderr, false
+	// The cleanup's stdout and stderr both go to Stderr, copied by two
+	// goroutines: one lock keeps a Stderr that is no file whole.
+	out := &lockedWriter{w: r.c.Stderr}
+	c.Stdin, c.Stdout, c.Stderr, c.HoldStdout = nil, out, out, false
 	cr := &runner{c: &c, p: r.p, gh: r.gh, budget: r.budget, quotas: r.quotas,
 		commandLine: redact.String(r.c.Cleanup, r.c.Secrets...), waitedLabel: r.waitedLabel,
 		res: Result{Waited: r.res.Waited, WaitedFor: r.res.WaitedFor}}
@@ -86,4 +91,16 @@ func (r *runner) cleanup(ctx context.Context, err error) error {
 		fmt.Fprintf(r.c.Stderr, "layover: --cleanup failed (exit %d); the exit code stays the command's\n", cr.res.ExitCode)
 	}
 	return err
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
