@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ const holdMemory = 1 << 20
 // for concurrent use (exec.Cmd copies a stream from one goroutine).
 type held struct {
 	dir  string // where the temporary file goes; "" means os.TempDir()
+	max  int    // bytes kept in memory before the file; 0 means holdMemory
 	mem  bytes.Buffer
 	file *os.File // holds the output after the first holdMemory bytes, before mem
 	n    int64
@@ -38,7 +40,7 @@ func (h *held) Write(p []byte) (int, error) {
 	}
 	h.n += int64(n)
 	h.last = p[len(p)-1]
-	if h.file == nil && h.Err == nil && h.mem.Len()+len(p) > holdMemory {
+	if h.file == nil && h.Err == nil && h.mem.Len()+len(p) > cmp.Or(h.max, holdMemory) {
 		h.spill()
 	}
 	if h.file != nil && h.Err == nil {

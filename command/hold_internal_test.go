@@ -39,6 +39,7 @@ func TestHeldPassesOnWhatWasWritten(t *testing.T) {
 				dir = c.dir(t)
 			}
 			h := &held{dir: dir}
+			rng := rand.New(rand.NewPCG(3, uint64(c.size)))
 			// Writes of many sizes, as a pipe delivers them.
 			for rest := body[:c.size]; len(rest) > 0; {
 				n := min(len(rest), 1+int(rng.UintN(70000)))
@@ -70,4 +71,38 @@ func TestHeldPassesOnWhatWasWritten(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever the writes, and wherever the bound falls among them, what is
+// passed on is what was written, and no more than the bound is in memory
+// while the temporary file takes the rest.
+func FuzzHeld(f *testing.F) {
+	f.Add([]byte("run 1\n{\"message\":\"API rate limit exceeded\"}"), uint16(8), []byte{3, 0, 7})
+	f.Add(bytes.Repeat([]byte{0, 0xff}, 300), uint16(1), []byte{1})
+	f.Add([]byte{}, uint16(0), []byte{})
+	f.Fuzz(func(t *testing.T, data []byte, bound uint16, cuts []byte) {
+		h := &held{dir: t.TempDir(), max: int(bound)}
+		defer h.close()
+		rest := data
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if len(cuts) > 0 {
+				n = min(n, 1+int(cuts[i%len(cuts)]))
+			}
+			if k, err := h.Write(rest[:n]); k != n || err != nil {
+				t.Fatalf("Write: %d, %v", k, err)
+			}
+			if h.Err != nil || h.mem.Len() > max(int(bound), 0) && h.file != nil {
+				t.Fatalf("%d bytes in memory past the bound %d, err %v", h.mem.Len(), bound, h.Err)
+			}
+			rest = rest[n:]
+		}
+		var got bytes.Buffer
+		if err := h.passOn(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("passed on %q, wrote %q", got.Bytes(), data)
+		}
+	})
 }
