@@ -234,18 +234,19 @@ var reGHWrapped = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?m)^(?:gh: |HTTP [1-5][0-9]{2}\b|GraphQL: |HTTP/[12](?:\.[01])? [1-5][0-9]{2}\b)|api\.github\.com|docs\.github\.com`)
 })
 
-// ghVerdict ranks github.ClassifyCLI's answer. Its rate-limit classes are
-// gh's texts when the output carries gh's wrappers or GitHub's URLs, and
-// generic otherwise (gh's rules read any "rate limit exceeded"); its other
-// rules (auth texts, HTTP 5xx, network errors) are generic; an answer from
-// gh's exit code alone ("exit 4: …") is no evidence.
+// ghVerdict ranks github.ClassifyCLI's answer. Its rate-limit and auth
+// classes are gh's texts when the output carries gh's wrappers or GitHub's
+// URLs ("gh: Bad credentials (HTTP 401)"), and generic otherwise (gh's
+// rules read any "rate limit exceeded" or "bad credentials"); its other
+// rules (HTTP 5xx, network errors) are generic; an answer from gh's exit
+// code alone ("exit 4: …") is no evidence.
 func ghVerdict(out provider.Outcome, stdout, stderr []byte) verdict {
 	v := verdict{out: out}
 	if !strings.HasPrefix(out.Reason, "gh:") {
 		return v
 	}
 	v.ev = evGeneric
-	if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary {
+	if out.Class == provider.ClassQuota || out.Class == provider.ClassSecondary || out.Class == provider.ClassAuth {
 		if reGHWrapped().Match(clean(stderr)) || reGHWrapped().Match(clean(stdout)) {
 			v.ev = evText
 			v.seen = seenText

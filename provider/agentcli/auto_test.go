@@ -184,3 +184,14 @@ func TestScanTail(t *testing.T) {
 		}
 	}
 }
+
+// gh's refused token is auth, gh's: the JSON error body gh prints is not
+// Codex's output, whose unrecognised messages are permanent.
+func TestAutoGHBadCredentialsIsAuth(t *testing.T) {
+	t.Parallel()
+	out := []byte(`{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest","status":"401"}` + "\n")
+	o := ClassifyAuto(1, out, []byte("gh: Bad credentials (HTTP 401)\n"), time.Now(), time.UTC)
+	if o.Class != provider.ClassAuth || o.Provider != "github" {
+		t.Fatalf("outcome %s from %s (%s), want auth from github", o.Class, o.Provider, o.Reason)
+	}
+}

@@ -340,7 +340,14 @@ func (r *codexRun) classify(exitCode int, now time.Time, loc *time.Location) ver
 	reason := fmt.Sprintf("exit %d", exitCode)
 	if len(r.messages) > 0 {
 		reason += ": " + excerpt(r.messages[len(r.messages)-1])
-		return verdict{out: provider.Unknown(p, provider.ClassPermanent, reason), ev: evStructured}
+		// Only a message of Codex's own events is evidence that the
+		// failure is Codex's: any program may print a JSON error body (gh
+		// prints GitHub's).
+		v := verdict{out: provider.Unknown(p, provider.ClassPermanent, reason)}
+		if r.seen == seenFormat {
+			v.ev = evStructured
+		}
+		return v
 	}
 	return verdict{out: provider.Unknown(p, provider.ClassPermanent, reason)}
 }
