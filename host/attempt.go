@@ -183,7 +183,7 @@ func (h *Host) attempt(ctx context.Context, j job.Job, argv []string, why string
 			h.fail(ctx, j, fmt.Sprintf("transient failure, no attempts left (%d of %d): %s", n, limit, res.Outcome.Reason), att)
 			return
 		}
-		runAt := end.Add(transientBackoff.Next(n - 1))
+		runAt := end.Add(clock.Exponential(h.cfg.RetryBackoff, MaxBackoff).Next(n - 1))
 		h.apply(ctx, j, job.Change{To: job.Ready, Reason: reasonTransient + ": " + res.Outcome.Reason, Attempt: att,
 			Mutate: func(x *job.Job) {
 				x.Attempts, x.RunAt, x.Stage = n, runAt, "retry at "+stageTime(runAt)
@@ -231,8 +231,3 @@ func (h *Host) stopping() bool {
 	defer h.mu.Unlock()
 	return h.stopped
 }
-
-// transientBackoff gives the wait before the run after the n'th transient
-// failure (Next(n-1) for n >= 1): DefaultBackoff doubled each time, at most
-// MaxBackoff, so no attempt count shifts it past the largest Duration.
-var transientBackoff = clock.Exponential(DefaultBackoff, MaxBackoff)

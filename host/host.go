@@ -108,9 +108,13 @@ type Config struct {
 	// (default DefaultAuthRecheck, at most MaxAuthRecheck).
 	Credentials Credentials
 	AuthRecheck time.Duration
-	Policy      quota.Policy
-	Clock       clock.Clock
-	Rand        quota.Rand
+	// RetryBackoff is the wait before the run after a job's first
+	// transient failure, doubled for each one after it, at most MaxBackoff
+	// (default DefaultBackoff).
+	RetryBackoff time.Duration
+	Policy       quota.Policy
+	Clock        clock.Clock
+	Rand         quota.Rand
 	// Lease is how long a claim holds without renewal; Heartbeat how often
 	// the host renews its leases and its liveness. Heartbeat < Lease.
 	Lease, Heartbeat time.Duration
@@ -198,6 +202,10 @@ func New(cfg Config) (*Host, error) {
 	}
 	if c.Heartbeat >= c.Lease {
 		return nil, fmt.Errorf("host: heartbeat %s must be shorter than the lease %s", c.Heartbeat, c.Lease)
+	}
+	c.RetryBackoff = orDuration(c.RetryBackoff, DefaultBackoff)
+	if c.RetryBackoff < 0 || c.RetryBackoff > MaxBackoff {
+		return nil, fmt.Errorf("host: retry backoff %s: want up to %s", c.RetryBackoff, MaxBackoff)
 	}
 	c.AuthRecheck = orDuration(c.AuthRecheck, DefaultAuthRecheck)
 	if c.AuthRecheck < 0 || c.AuthRecheck > MaxAuthRecheck {

@@ -25,11 +25,12 @@ type ServeOptions struct {
 	ResumeRate  float64
 	Concurrency int
 	AuthRecheck time.Duration
+	Backoff     time.Duration
 }
 
 func runServe(ctx context.Context, env *Env, args []string) error {
 	opts := ServeOptions{Policy: quota.DefaultPolicy()}
-	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--auth-recheck D]")
+	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--retry-backoff D] [--auth-recheck D]")
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota jobs draw on (default $LAYOVER_PRINCIPAL, else learned from the token)")
@@ -37,6 +38,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.durationVar(&opts.Heartbeat, "heartbeat", host.DefaultHeartbeat, 100*time.Millisecond, host.MaxLease, "how often leases and liveness are renewed (shorter than --lease)")
 	fs.Float64Var(&opts.ResumeRate, "resume-rate", host.DefaultResumeRate, "resumes per second per quota key after a reset")
 	fs.IntVar(&opts.Concurrency, "concurrency", host.DefaultConcurrency, "jobs running at once")
+	fs.durationVar(&opts.Backoff, "retry-backoff", host.DefaultBackoff, time.Millisecond, host.MaxBackoff,
+		"wait before a job runs again after a transient failure, doubled for each one after it")
 	fs.durationVar(&opts.AuthRecheck, "auth-recheck", host.DefaultAuthRecheck, time.Second, host.MaxAuthRecheck,
 		"first wait before re-checking the credentials of a job in auth-wait (then 5, 15 and 60 times it)")
 	if err := fs.parseNoArgs(env, args); err != nil {
@@ -88,7 +91,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	h, err := host.New(host.Config{
 		Store:  st,
 		Runner: &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable},
-		Quotas: quotas, Credentials: quotas, AuthRecheck: o.AuthRecheck,
+		Quotas: quotas, Credentials: quotas, AuthRecheck: o.AuthRecheck, RetryBackoff: o.Backoff,
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
 		Env: env.Environ, StoreLocation: loc, Hostname: env.Hostname, Logger: logger,
