@@ -302,6 +302,14 @@ func (g *GitHub) Exhaust(token, resource string) {
 	b.used = b.limit
 }
 
+// AcceptTokens makes tokens the only ones accepted from now on (none: every
+// token), as when a user renews a credential the fake refused.
+func (g *GitHub) AcceptTokens(tokens ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tokens = slices.Clone(tokens)
+}
+
 // Calls reports how many requests hit exactly path, scripted ones included.
 func (g *GitHub) Calls(path string) int {
 	g.mu.Lock()
