@@ -163,6 +163,37 @@ type Job struct {
 	// SessionID is the agent session a resume continues, when known.
 	SessionID  string
 	Checkpoint *Checkpoint
+	// Cleanup is the state of the job's cleanup command (Spec.CleanupCmd):
+	// CleanupNone, CleanupArmed, CleanupRunning(host), CleanupDone or
+	// CleanupFailed(why). A host runs an armed cleanup once the job has
+	// ended cancelled or failed (CleanupDue).
+	Cleanup string
+}
+
+// The states of a job's cleanup command (Job.Cleanup). An armed cleanup
+// waits for its job to end cancelled or failed; a host claims it
+// (CleanupRunning) before it runs it, and records how it ended: done, or
+// failed with why. A cleanup that hit a quota is armed again, to run after
+// the reset.
+const (
+	CleanupNone  = ""      // the job has no cleanup command
+	CleanupArmed = "armed" // to run if the job ends cancelled or failed
+	CleanupDone  = "done"  // ran and exited 0
+)
+
+// CleanupRunning is the cleanup state of a cleanup the host hostID has
+// claimed and runs.
+func CleanupRunning(hostID string) string { return "running " + hostID }
+
+// CleanupFailed is the cleanup state of a cleanup that will not run again,
+// and why ("exit 2", "quota still exhausted after 5 tries").
+func CleanupFailed(why string) string { return "failed: " + why }
+
+// CleanupDue reports whether j's cleanup command is to run now: it is
+// armed, and the job ended cancelled or failed. A job that completed never
+// runs its cleanup.
+func (j Job) CleanupDue() bool {
+	return j.Cleanup == CleanupArmed && (j.State == Cancelled || j.State == Failed)
 }
 
 // Attempt is one run of a job's process.

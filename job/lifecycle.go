@@ -113,7 +113,8 @@ func (c Change) Apply(old Job, fence int64) (j Job, taken bool, err error) {
 // the one rule both stores apply to a SubmitJob. A new job is ready (State
 // "" means ready) or deferred, any other state is ErrTransition; it is
 // created and updated at now, at fence 0 and unclaimed (no lease owner nor
-// lease). Everything else (its spec, stage, ownership, wake-up, receipt
+// lease), its cleanup armed when its spec names a cleanup command and none
+// otherwise. Everything else (its spec, stage, ownership, wake-up, receipt
 // window, counters and checkpoint) is kept as given; the store cuts the
 // times to what it keeps. j needs an id.
 func (j Job) Submitted(now time.Time) (Job, error) {
@@ -126,6 +127,10 @@ func (j Job) Submitted(now time.Time) (Job, error) {
 	}
 	j.CreatedAt, j.UpdatedAt = now, now
 	j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+	j.Cleanup = CleanupNone
+	if j.Spec.CleanupCmd != "" {
+		j.Cleanup = CleanupArmed
+	}
 	return j, nil
 }
 

@@ -27,14 +27,17 @@ func TestSubmitted(t *testing.T) {
 			CreatedAt: earlier, UpdatedAt: earlier, RunAt: wake, ResumeBy: wake.Add(time.Hour),
 			Fence: 9, LeaseOwner: "host-a", LeaseUntil: now.Add(time.Minute), ProgressBy: now.Add(time.Hour),
 			Attempts: 1, Probes: 2, Runs: 3, Secondaries: 4, Approved: true, SessionID: "sess-1", Checkpoint: cp,
+			Cleanup: job.CleanupDone,
 		}
 	}
 	// kept is given(st) as submitted: the state as wanted, created and
-	// updated now, unclaimed, everything else as it was.
+	// updated now, unclaimed, no cleanup (its spec names none), everything
+	// else as it was.
 	kept := func(st, want job.State) job.Job {
 		j := given(st)
 		j.State, j.CreatedAt, j.UpdatedAt = want, now, now
 		j.Fence, j.LeaseOwner, j.LeaseUntil = 0, "", time.Time{}
+		j.Cleanup = job.CleanupNone
 		return j
 	}
 
@@ -75,6 +78,17 @@ func TestSubmitted(t *testing.T) {
 		})
 	}
 
+	t.Run("a cleanup command arms the cleanup", func(t *testing.T) {
+		t.Parallel()
+
+		j := given(job.Ready)
+		j.Spec.CleanupCmd = "gh issue edit 7 --remove-assignee @me"
+		got, err := j.Submitted(now)
+		if err != nil || got.Cleanup != job.CleanupArmed {
+			t.Errorf("Submitted with a cleanup command: cleanup %q, %v; want %q", got.Cleanup, err, job.CleanupArmed)
+		}
+	})
+
 	t.Run("an id is needed", func(t *testing.T) {
 		t.Parallel()
 
@@ -82,4 +96,20 @@ func TestSubmitted(t *testing.T) {
 			t.Error("Submitted without an id = nil error")
 		}
 	})
+}
+
+// TestCleanupDue: an armed cleanup is due once its job ended cancelled or
+// failed, never after a completion, and never twice.
+func TestCleanupDue(t *testing.T) {
+	t.Parallel()
+
+	for _, st := range job.States {
+		for _, c := range []string{job.CleanupNone, job.CleanupArmed, job.CleanupRunning("host-a"), job.CleanupDone,
+			job.CleanupFailed("exit 2")} {
+			want := c == job.CleanupArmed && (st == job.Cancelled || st == job.Failed)
+			if got := (job.Job{State: st, Cleanup: c}).CleanupDue(); got != want {
+				t.Errorf("a %s job with cleanup %q: CleanupDue = %v, want %v", st, c, got, want)
+			}
+		}
+	}
 }
