@@ -118,6 +118,10 @@ type Store interface {
 	JobHistory(ctx context.Context, id string) (job.History, error)
 	// CountJobs counts jobs per state.
 	CountJobs(ctx context.Context) (map[job.State]int, error)
+	// PendingCleanups returns up to limit jobs whose cleanup is to run
+	// (job.Job.CleanupDue: armed, and the job ended cancelled or failed),
+	// the least recently updated first (then by id); none when limit <= 0.
+	PendingCleanups(ctx context.Context, limit int) ([]job.Job, error)
 
 	// ApplyJob applies one change, with its transition, attempt, receipt and
 	// check, or nothing of it. fence >= 0 must equal the job's fence

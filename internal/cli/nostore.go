@@ -50,6 +50,7 @@ func (noStore) ListJobs(context.Context, job.State) ([]job.Job, error) {
 func (noStore) JobHistory(context.Context, string) (job.History, error) {
 	return job.History{}, job.ErrNotFound
 }
+func (noStore) PendingCleanups(context.Context, int) ([]job.Job, error) { return nil, nil }
 func (noStore) CountJobs(context.Context) (map[job.State]int, error) {
 	return map[job.State]int{}, nil
 }

@@ -125,7 +125,7 @@ func (r rowSet) unnest(alias string, n int) string {
 // jobColumnTypes are the SQL types of jobColumnNames, in their order.
 var jobColumnTypes = []string{"text", "jsonb", "text", "text", "text", "bigint", "bigint",
 	"bigint", "bigint", "bigint", "text", "bigint", "bigint", "bigint",
-	"bigint", "boolean", "text", "text", "bytea", "bigint", "bigint", "bigint"}
+	"bigint", "boolean", "text", "text", "bytea", "bigint", "bigint", "bigint", "text"}
 
 var (
 	// The rows of submitJobs: jobColumns, priority, deadline_ms and

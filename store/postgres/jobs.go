@@ -49,7 +49,8 @@ import (
 // reads them.
 var jobColumnNames = []string{"id", "spec", "state", "stage", "ownership", "created_at_ms", "updated_at_ms",
 	"run_at_ms", "resume_by_ms", "fence", "lease_owner", "lease_until_ms", "progress_by_ms", "attempts",
-	"probes", "approved", "session_id", "checkpoint_stage", "checkpoint_data", "checkpoint_at_ms", "runs", "secondaries"}
+	"probes", "approved", "session_id", "checkpoint_stage", "checkpoint_data", "checkpoint_at_ms", "runs", "secondaries",
+	"cleanup"}
 
 var (
 	jobColumns = strings.Join(jobColumnNames, ", ")
@@ -113,6 +114,10 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 	listJobs        = `SELECT ` + jobColumns + ` FROM jobs ORDER BY created_at_ms, id`
 	listJobsInState = `SELECT ` + jobColumns + ` FROM jobs WHERE state = $1 ORDER BY created_at_ms, id`
 	countJobs       = `SELECT state, count(*) FROM jobs GROUP BY state`
+	// pendingCleanups reads the armed cleanups of ended jobs (through
+	// jobs_cleanup_armed), oldest update first.
+	pendingCleanups = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE cleanup = 'armed' AND state IN ('cancelled', 'failed') ORDER BY updated_at_ms, id LIMIT $1`
 
 	selectAttempts = `SELECT attempt_id, fence, started_at_ms, ended_at_ms, outcome, exit_code, waited_s
 	FROM job_attempt WHERE job_id = $1 ORDER BY id`
@@ -298,6 +303,15 @@ func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error
 	}
 	jobs, err := collectJobs(s.pool.Query(ctx, query, args...))
 	return jobs, wrapErr("list jobs", err)
+}
+
+// PendingCleanups implements store.Store.
+func (s *Store) PendingCleanups(ctx context.Context, limit int) ([]job.Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	jobs, err := collectJobs(s.pool.Query(ctx, pendingCleanups, limit))
+	return jobs, wrapErr("pending cleanups", err)
 }
 
 // CountJobs implements store.Store. States without jobs are left out.
@@ -672,7 +686,8 @@ func jobArgs(j job.Job, spec []byte) []any {
 	}
 	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
-		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries}
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries,
+		j.Cleanup}
 }
 
 // scanJob reads a row of jobColumns, then any extra columns into extra.
@@ -686,7 +701,7 @@ func scanJob(row pgx.Row, extra ...any) (job.Job, error) {
 	var cpAt *int64
 	dest := append([]any{&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
 		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
-		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries}, extra...)
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries, &j.Cleanup}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return job.Job{}, err
 	}

@@ -243,8 +243,8 @@ func TestOpenConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil || fmt.Sprint(versions) != "[1 2 3 4 5]" {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", versions, err)
+	if err != nil || fmt.Sprint(versions) != "[1 2 3 4 5 6]" {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5 6]", versions, err)
 	}
 	st, err := s.AllStates(t.Context())
 	if err != nil || len(st) != 1 || st[0].Remaining != n-1 {
@@ -406,7 +406,7 @@ func TestLedgerAcrossPools(t *testing.T) {
 // TestMigrateFromVersion2: a store made by a layover that knew migrations 1
 // and 2 is brought up to date by Open, its data kept: a job of then reads
 // with no runs, secondaries nor checks, its receipt from no host at fence
-// 0, and it can wait for credentials.
+// 0, no cleanup, and it can wait for credentials.
 func TestMigrateFromVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -450,8 +450,8 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if st, err := s.AllStates(ctx); err != nil || len(st) != 1 || st[0].Remaining != 42 {
 		t.Errorf("AllStates after the upgrade = %+v, %v; want the state stored before", st, err)
 	}
-	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 {
-		t.Errorf("a job from version 2 = %+v, %v; want no runs nor secondaries", j, err)
+	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 || j.Cleanup != job.CleanupNone {
+		t.Errorf("a job from version 2 = %+v, %v; want no runs, secondaries nor cleanup", j, err)
 	}
 	one := 1
 	check := job.Check{Fence: 1, At: base, Trigger: "resume", ExitCode: &one, Result: job.CheckRun}

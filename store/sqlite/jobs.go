@@ -31,7 +31,7 @@ import (
 
 const jobColumns = `id, spec, state, stage, ownership, created_at_ms, updated_at_ms, run_at_ms,
 	resume_by_ms, fence, lease_owner, lease_until_ms, progress_by_ms, attempts, probes, approved,
-	session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms, runs, secondaries`
+	session_id, checkpoint_stage, checkpoint_data, checkpoint_at_ms, runs, secondaries, cleanup`
 
 const (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
@@ -40,12 +40,12 @@ const (
 	// row changed): SubmitJob then reads the stored one. submitted_state
 	// records the submission (see selectSubmission).
 	insertJob = `INSERT INTO jobs (` + jobColumns + `, priority, deadline_ms, submitted_state)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 
 	updateJob = `UPDATE jobs SET state = ?, stage = ?, ownership = ?, updated_at_ms = ?, run_at_ms = ?,
 	resume_by_ms = ?, fence = ?, lease_owner = ?, lease_until_ms = ?, progress_by_ms = ?, attempts = ?,
 	probes = ?, approved = ?, session_id = ?, checkpoint_stage = ?, checkpoint_data = ?,
-	checkpoint_at_ms = ?, runs = ?, secondaries = ? WHERE id = ?`
+	checkpoint_at_ms = ?, runs = ?, secondaries = ?, cleanup = ? WHERE id = ?`
 
 	// Transitions and receipts number from 1 per job. A job's submission
 	// is not a job_transition row but its own row's submitted_state (since
@@ -97,6 +97,10 @@ const (
 	listJobs        = `SELECT ` + jobColumns + ` FROM jobs ORDER BY created_at_ms, id`
 	listJobsInState = `SELECT ` + jobColumns + ` FROM jobs WHERE state = ? ORDER BY created_at_ms, id`
 	countJobs       = `SELECT state, count(*) FROM jobs GROUP BY state`
+	// pendingCleanups reads the armed cleanups of ended jobs through
+	// jobs_cleanup_armed, oldest update first.
+	pendingCleanups = `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_cleanup_armed
+	WHERE cleanup = 'armed' AND state IN ('cancelled', 'failed') ORDER BY updated_at_ms, id LIMIT ?`
 	// selectSubmission reads how a job was submitted: the state it was
 	// submitted in, when. '' is a job submitted before migration 003, whose
 	// submission is its first job_transition row.
@@ -300,6 +304,19 @@ func (s *Store) ListJobs(ctx context.Context, state job.State) ([]job.Job, error
 	}
 	jobs, err := collectJobs(st.QueryContext(ctx, args...))
 	return jobs, wrapErr("list jobs", err)
+}
+
+// PendingCleanups implements store.Store.
+func (s *Store) PendingCleanups(ctx context.Context, limit int) ([]job.Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	st, err := s.stmt(ctx, pendingCleanups)
+	if err != nil {
+		return nil, wrapErr("pending cleanups", err)
+	}
+	jobs, err := collectJobs(st.QueryContext(ctx, limit))
+	return jobs, wrapErr("pending cleanups", err)
 }
 
 // CountJobs implements store.Store. States without jobs are left out.
@@ -730,7 +747,8 @@ func jobArgs(j job.Job, spec []byte) []any {
 	}
 	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
-		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries}
+		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries,
+		j.Cleanup}
 }
 
 func scanJob(row rowScanner) (job.Job, error) {
@@ -742,7 +760,7 @@ func scanJob(row rowScanner) (job.Job, error) {
 	var cpAt sql.NullInt64
 	if err := row.Scan(&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
 		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
-		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries); err != nil {
+		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries, &j.Cleanup); err != nil {
 		return job.Job{}, err
 	}
 	if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {

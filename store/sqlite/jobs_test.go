@@ -203,7 +203,8 @@ func submitAll(t *testing.T, s *sqlite.Store, n int, mk func(i int) job.Job) {
 // old job's history reads as before and goes on, and a job submitted after
 // the migration has the same history though no row says its submission.
 // Its rows from before migration 005 read with no runs, secondaries nor
-// checks, and its receipt with no issuing host, at fence 0.
+// checks, and its receipt with no issuing host, at fence 0; from before
+// migration 006, with no cleanup.
 func TestMigrateSubmissions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -249,8 +250,8 @@ func TestMigrateSubmissions(t *testing.T) {
 	}
 
 	s := open(t, path)
-	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 {
-		t.Errorf("a job from schema 2 = %+v, %v; want no runs nor secondaries", j, err)
+	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 0 || j.Secondaries != 0 || j.Cleanup != job.CleanupNone {
+		t.Errorf("a job from schema 2 = %+v, %v; want no runs, secondaries nor cleanup", j, err)
 	}
 	if h, err := s.JobHistory(ctx, "old"); err != nil || len(h.Checks) != 0 || len(h.Receipts) != 1 ||
 		h.Receipts[0].HostID != "" || h.Receipts[0].Fence != 0 || string(h.Receipts[0].JSON) != "{}" {

@@ -65,20 +65,21 @@ func assign(dest, src any) error {
 // backend writes and reads back the same.
 func FuzzJobRow(f *testing.F, args func(j job.Job, spec []byte) []any, scan func(Row) (job.Job, error)) {
 	f.Add("j1", []byte(`{"name":"nightly","argv":["gh","pr","list"],"deadline":"2026-12-01T10:00:00Z","max_attempts":3}`), "deferred", "fetched", "retained",
-		int64(1764496800000), int64(1), "host-a", 2, false, true, "fetched", []byte(`{"page":3}`), 3, 1)
-	f.Add("", []byte(`{"deadline":"2026-12-01T10:00:00+05:30","argv":null,"progress_timeout":-1}`), "", "", "", int64(0), int64(-1), "", -1, true, false, "", []byte(nil), 0, 0)
-	f.Add("j2", []byte(`{"argv":"not a list"}`), "running", "", "", int64(-9223372036854775808), int64(9223372036854775807), "", 0, false, true, "", []byte("not json"), -1, 9223372036854775807)
-	f.Add("j3", []byte(`{"name":"\u00e9\ud800","deadline":"0001-01-01T00:00:00Z"}`), "ready", "", "", int64(1), int64(0), "", 0, false, false, "", []byte{}, 1<<31, -(1<<31)-1)
+		int64(1764496800000), int64(1), "host-a", 2, false, true, "fetched", []byte(`{"page":3}`), 3, 1, "armed")
+	f.Add("", []byte(`{"deadline":"2026-12-01T10:00:00+05:30","argv":null,"progress_timeout":-1}`), "", "", "", int64(0), int64(-1), "", -1, true, false, "", []byte(nil), 0, 0, "")
+	f.Add("j2", []byte(`{"argv":"not a list"}`), "running", "", "", int64(-9223372036854775808), int64(9223372036854775807), "", 0, false, true, "", []byte("not json"), -1, 9223372036854775807, "running host-a")
+	f.Add("j3", []byte(`{"name":"\u00e9\ud800","deadline":"0001-01-01T00:00:00Z"}`), "ready", "", "", int64(1), int64(0), "", 0, false, false, "", []byte{}, 1<<31, -(1<<31)-1, "failed: exit 2\n\u00e9")
 	f.Add("j4", []byte(`{"argv":["gh","api","user"],"deadline":"2026-12-02T10:00:00Z"}`), "auth-wait", "Waiting for credentials since 2026-12-01T10:00:00Z", "",
-		int64(1764583200000), int64(2), "", 1, false, false, "", []byte(nil), 2, 0)
+		int64(1764583200000), int64(2), "", 1, false, false, "", []byte(nil), 2, 0, "done")
 	f.Fuzz(func(t *testing.T, id string, spec []byte, state, stage, ownership string, ms, fence int64, owner string,
-		attempts int, approved, hasCP bool, cpStage string, cpData []byte, runs, secondaries int) {
+		attempts int, approved, hasCP bool, cpStage string, cpData []byte, runs, secondaries int,
+		cleanup string) {
 		fuzzbound.Run(t, func() {
 			at := store.FromMS
 			j := job.Job{ID: id, State: job.State(state), Stage: stage, Ownership: job.Ownership(ownership),
 				CreatedAt: at(ms), UpdatedAt: at(ms ^ 1), RunAt: at(ms / 2), ResumeBy: at(-ms), LeaseUntil: at(ms >> 3), ProgressBy: at(ms << 1),
 				Fence: fence, LeaseOwner: owner, Attempts: attempts, Probes: attempts / 3, Runs: runs, Secondaries: secondaries,
-				Approved: approved, SessionID: owner + id}
+				Approved: approved, SessionID: owner + id, Cleanup: cleanup}
 			if hasCP {
 				j.Checkpoint = &job.Checkpoint{Stage: cpStage, Data: cpData, At: at(ms + 7)}
 			}

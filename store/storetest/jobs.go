@@ -53,6 +53,10 @@ import (
 //     deadline.
 //   - A change's reconcile check is appended with it, or not at all; a
 //     receipt keeps the host and fence it was issued with.
+//   - A job's cleanup is armed at its submission when its spec names a
+//     cleanup command; PendingCleanups lists it once the job is cancelled
+//     or failed (by a host, the operator or the sweep) until a change
+//     moves it on. An ended job may still change its cleanup (To "").
 func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 
@@ -79,6 +83,7 @@ func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Checks", testChecks},
 		{"ReceiptOrigin", testReceiptOrigin},
 		{"Counters", testCounters},
+		{"Cleanups", testCleanups},
 		{"Hosts", testHosts},
 	}
 	for _, tt := range tests {
@@ -183,6 +188,7 @@ func diffJob(got, want job.Job) []string {
 	add("Secondaries", got.Secondaries, want.Secondaries)
 	add("Approved", got.Approved, want.Approved)
 	add("SessionID", got.SessionID, want.SessionID)
+	add("Cleanup", got.Cleanup, want.Cleanup)
 	if !got.Spec.Equal(want.Spec) {
 		d = append(d, fmt.Sprintf("Spec = %+v, want %+v", got.Spec, want.Spec))
 	}
