@@ -66,6 +66,14 @@ func TestRunOnAPipePassesOnOneBody(t *testing.T) {
 	if !ok || !strings.HasPrefix(failed, `{"message":"API rate limit exceeded`) {
 		t.Errorf("stderr does not hold the failed attempt's body under its line:\n%s", r.stderr)
 	}
+
+	// --stream passes every attempt's stdout on as it comes.
+	b.gh.SetQuota(testToken, "core", 0, nextSecond(3*time.Second))
+	r = b.layover(runArgs([]string{"--stream"}, "gh", "api", "/repos/octo/demo/issues")...)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, `{"message":"API rate limit exceeded`) ||
+		!strings.HasSuffix(r.stdout, `{"method":"GET","path":"/repos/octo/demo/issues"}`) || strings.Contains(r.stderr, "output of attempt") {
+		t.Errorf("--stream: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // --receipt-file writes the receipt there too, mode 0600, one line equal

@@ -40,6 +40,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Cleanup, "cleanup", "", "shell command run after CMD ends on SIGINT/SIGTERM or a failure (not a success or a deferral), "+
 		"its quota waits waited out within the cap even after a stop; a second stop ends them. The exit code stays CMD's; "+
 		"a failed cleanup is a stderr line")
+	stream := fs.Bool("stream", false, "pass stdout on as CMD writes it even when stdout is not a terminal (a CI log), "+
+		"every attempt's; without it, off a terminal only the attempt that ends the run reaches stdout")
 	receiptFile := fs.String("receipt-file", "", "when deferring, also write the receipt to this `path` (mode 0600, replaced atomically)")
 	cmd, err := fs.parseWithCommand(env, args)
 	if err != nil {
@@ -47,7 +49,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	cfg.Command = cmd
 	cfg.Defer, cfg.DeferAfter = deferAfter >= 0, max(deferAfter, 0)
-	cfg.HoldStdout = !env.StdoutTerminal
+	cfg.HoldStdout = !env.StdoutTerminal && !*stream
 	if isSet(fs, "agent") {
 		if err := useAgent(cfg, *agentName, isSet(fs, "provider"), isSet(fs, "resume-cmd")); err != nil {
 			return err
