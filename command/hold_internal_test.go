@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 // A held run's output comes back byte for byte, however it was written:
@@ -81,28 +83,30 @@ func FuzzHeld(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0, 0xff}, 300), uint16(1), []byte{1})
 	f.Add([]byte{}, uint16(0), []byte{})
 	f.Fuzz(func(t *testing.T, data []byte, bound uint16, cuts []byte) {
-		h := &held{dir: t.TempDir(), max: int(bound)}
-		defer h.close()
-		rest := data
-		for i := 0; len(rest) > 0; i++ {
-			n := len(rest)
-			if len(cuts) > 0 {
-				n = min(n, 1+int(cuts[i%len(cuts)]))
+		fuzzbound.Run(t, func() {
+			h := &held{dir: t.TempDir(), max: int(bound)}
+			defer h.close()
+			rest := data
+			for i := 0; len(rest) > 0; i++ {
+				n := len(rest)
+				if len(cuts) > 0 {
+					n = min(n, 1+int(cuts[i%len(cuts)]))
+				}
+				if k, err := h.Write(rest[:n]); k != n || err != nil {
+					t.Fatalf("Write: %d, %v", k, err)
+				}
+				if h.Err != nil || h.mem.Len() > max(int(bound), 0) && h.file != nil {
+					t.Fatalf("%d bytes in memory past the bound %d, err %v", h.mem.Len(), bound, h.Err)
+				}
+				rest = rest[n:]
 			}
-			if k, err := h.Write(rest[:n]); k != n || err != nil {
-				t.Fatalf("Write: %d, %v", k, err)
+			var got bytes.Buffer
+			if err := h.passOn(&got); err != nil {
+				t.Fatal(err)
 			}
-			if h.Err != nil || h.mem.Len() > max(int(bound), 0) && h.file != nil {
-				t.Fatalf("%d bytes in memory past the bound %d, err %v", h.mem.Len(), bound, h.Err)
+			if !bytes.Equal(got.Bytes(), data) {
+				t.Fatalf("passed on %q, wrote %q", got.Bytes(), data)
 			}
-			rest = rest[n:]
-		}
-		var got bytes.Buffer
-		if err := h.passOn(&got); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), data) {
-			t.Fatalf("passed on %q, wrote %q", got.Bytes(), data)
-		}
+		})
 	})
 }
