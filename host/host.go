@@ -171,6 +171,9 @@ type Host struct {
 	// round of checks runs. Both guarded by mu.
 	authLook time.Time
 	authBusy bool
+	// cleanups are the rounds of cleanup commands (cleanup.go); guarded by
+	// mu.
+	cleanups cleanupState
 }
 
 // active is a job this host holds.
@@ -328,6 +331,7 @@ func (h *Host) loop(ctx context.Context) {
 			h.cfg.Logger.Error("sweep", "err", err)
 		}
 		h.maybeRecheckCredentials(ctx, now)
+		h.maybeCleanup(ctx, now)
 		if swept != (store.SweepResult{}) {
 			h.publish(Event{At: now, Swept: swept})
 		}
@@ -368,6 +372,9 @@ func (h *Host) loop(ctx context.Context) {
 		if full && h.running() < h.cfg.Concurrency {
 			sleep = 0
 		}
+		if d, ok := h.cleanupIn(h.cfg.Clock.Now()); ok {
+			sleep = min(sleep, d)
+		}
 		h.setSleepUntil(h.cfg.Clock.Now().Add(sleep))
 		select {
 		case <-ctx.Done():
@@ -389,6 +396,10 @@ func (h *Host) setSleepUntil(t time.Time) {
 // reads the store after it last became awake, so only what is due within a
 // heartbeat and before its wake-up needs a nudge.
 func (h *Host) nudgeIfSooner(j job.Job) {
+	if j.CleanupDue() {
+		// This host ended the job: its cleanup runs now.
+		h.cleanupSoon()
+	}
 	at, ok := h.dueAt(j)
 	if !ok || !at.Before(h.cfg.Clock.Now().Add(h.cfg.Heartbeat)) {
 		return
