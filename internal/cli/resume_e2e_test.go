@@ -42,8 +42,11 @@ type showHistory struct {
 		Result   string `json:"result"`
 	} `json:"checks"`
 	Transitions []struct{ From, To, Reason string } `json:"transitions"`
-	Receipts    []json.RawMessage                   `json:"receipts"`
-	Owners      []struct {
+	Attempts    []struct {
+		WaitedS float64 `json:"waited_s"`
+	} `json:"attempts"`
+	Receipts []json.RawMessage `json:"receipts"`
+	Owners   []struct {
 		Host    string `json:"host"`
 		Matches bool   `json:"matches"`
 	} `json:"receipt_owners"`
@@ -114,6 +117,12 @@ func TestServeContinuesEachAgentsSession(t *testing.T) {
 				}
 				if !strings.Contains(transitionsOf(h), "running>deferred") {
 					t.Errorf("transitions %s: the limit must defer the job", transitionsOf(h))
+				}
+				// The resume's waited_s is its time deferred (under 2 s: CLIs
+				// that print a reset to the minute resume at once), the
+				// first attempt's none.
+				if len(h.Attempts) != 2 || h.Attempts[0].WaitedS != 0 || !(h.Attempts[1].WaitedS > 0 && h.Attempts[1].WaitedS < 10) {
+					t.Errorf("attempts %+v: want waited_s 0, then the quota wait's seconds", h.Attempts)
 				}
 				data, _ := os.ReadFile(b.env["FAKE_AGENT_LOG"])
 				calls := strings.Split(strings.TrimSpace(string(data)), "\n")
