@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/job"
 )
 
 // keysOf is the sorted keys of one JSON object.
@@ -25,7 +26,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 // The fields of docs/design.md's show contract.
 var (
 	jobKeys  = []string{"checkpoint", "id", "name", "ownership", "session_id", "spec", "stage", "state"}
-	showKeys = []string{"attempts", "checkpoint", "checks", "id", "name", "ownership", "receipt_owners", "receipts",
+	showKeys = []string{"attempts", "checkpoint", "checks", "cleanup", "id", "name", "ownership", "receipt_owners", "receipts",
 		"session_id", "spec", "stage", "state", "transitions"}
 	specKeys = []string{"agent", "argv", "check_cmd", "cleanup_cmd", "deadline", "env_names", "fresh_approval_required",
 		"max_attempts", "plan_cmd", "priority", "progress_timeout", "provider", "quota", "resume_cmd", "verify_cmd"}
@@ -71,10 +72,30 @@ func TestShowAndJobsJSONContract(t *testing.T) {
 	if got := keysOf(t, shown["spec"]); !slices.Equal(got, specKeys) {
 		t.Errorf("show --json spec keys %v, want %v", got, specKeys)
 	}
+	// A job without a cleanup command has none; one with it, armed.
+	if s := string(shown["cleanup"]); s != "null" {
+		t.Errorf("show --json cleanup = %s, want null for a job without a cleanup command", s)
+	}
+	if r := b.layover("show", "c1"); r.code != 0 || strings.Contains(r.stdout, "cleanup:") {
+		t.Errorf("show of a job without a cleanup command: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := b.layover("submit", "--id", "c2", "--cleanup-cmd", "gh issue edit 7 --remove-assignee @me", "--", "true"); r.code != 0 {
+		t.Fatalf("submit --cleanup-cmd: exit %d %s", r.code, r.stderr)
+	}
+	var armed struct {
+		Cleanup *string `json:"cleanup"`
+	}
+	if r := b.layover("show", "c2", "--json"); json.Unmarshal([]byte(r.stdout), &armed) != nil || armed.Cleanup == nil ||
+		*armed.Cleanup != job.CleanupArmed {
+		t.Errorf("show --json of a job with a cleanup command: %s; want \"cleanup\": \"armed\"", r.stdout)
+	}
+	if r := b.layover("show", "c2"); !strings.Contains(r.stdout, "  cleanup:   armed\n") {
+		t.Errorf("show of a job with a cleanup command lacks its cleanup:\n%s", r.stdout)
+	}
 
 	r = b.layover("jobs", "--json")
 	var jobs []json.RawMessage
-	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil || len(jobs) != 1 {
+	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil || len(jobs) != 2 {
 		t.Fatalf("jobs --json: %v\n%s", err, r.stdout)
 	}
 	if got := keysOf(t, jobs[0]); !slices.Equal(got, jobKeys) {

@@ -83,6 +83,9 @@ type jobJSON struct {
 	// SessionID is the agent session a resume continues, null when none
 	// was captured.
 	SessionID any `json:"session_id"`
+	// Cleanup is the state of the job's cleanup command (job.Job.Cleanup),
+	// null when it has none (show only).
+	Cleanup *any `json:"cleanup,omitempty"`
 }
 
 // checkJSON is one reconcile check: what started it, its exit code (null:
@@ -242,6 +245,8 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	}
 	out.Attempts, out.Transitions, out.Receipts = &attempts, &transitions, &receipts
 	out.Checks, out.Owners = &checks, &owners
+	cleanup := nullable(j.Cleanup)
+	out.Cleanup = &cleanup
 	if o.JSON {
 		return writeJSON(env, out)
 	}
@@ -261,6 +266,9 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	}
 	if j.SessionID != "" {
 		fmt.Fprintf(w, "  session:   %s\n", shown(j.SessionID))
+	}
+	if j.Cleanup != "" {
+		fmt.Fprintf(w, "  cleanup:   %s\n", shown(j.Cleanup))
 	}
 	fmt.Fprintln(w, "Transitions:")
 	for _, t := range hist.Transitions {
