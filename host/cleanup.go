@@ -77,9 +77,13 @@ func (h *Host) cleanupIn(now time.Time) (time.Duration, bool) {
 }
 
 // maybeCleanup starts a round of cleanups in the background when one is
-// due and none is running.
-func (h *Host) maybeCleanup(ctx context.Context, now time.Time) {
+// due and none is running; ended says this pass's sweep has just ended jobs,
+// whose cleanups are due now.
+func (h *Host) maybeCleanup(ctx context.Context, now time.Time, ended bool) {
 	h.mu.Lock()
+	if ended {
+		h.cleanups.look = time.Time{}
+	}
 	due := !h.cleanups.busy && !now.Before(h.cleanups.look)
 	if due {
 		// A cleanupSoon while the round runs clears look again.

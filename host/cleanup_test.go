@@ -255,3 +255,24 @@ func TestTwoHostsRunACleanupOnce(t *testing.T) {
 		t.Errorf("the cleanup command ran %d times (%q); want once", len(got), got)
 	}
 }
+
+// A job this host's sweep cancels past its deadline runs its cleanup in
+// the same pass, before the next heartbeat's round.
+func TestSweptJobRunsItsCleanupAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	path, cmd := cleanupLog(t)
+	// Deferred as a probe (no reset declared), due again in 15 minutes,
+	// past its deadline in 5 seconds.
+	b.script.push(func(context.Context, host.Run) error { return host.Quota("github", "core", time.Time{}) })
+	b.submit("j", job.Spec{Deadline: t0.Add(5 * time.Second), CleanupCmd: cmd})
+	b.awaitState("j", job.Deferred)
+	b.clock.Advance(6 * time.Second) // before the heartbeat's round, at 10 s
+	j := b.await("j", cleanedUp, "cleaned up")
+	if j.State != job.Cancelled || j.UpdatedAt.After(t0.Add(6*time.Second)) {
+		t.Errorf("cleaned up %s at %s; want cancelled, within the 6 s", j.State, j.UpdatedAt)
+	}
+	if got := cleanupLines(t, path); len(got) != 1 || got[0] != "j cancelled" {
+		t.Errorf("the cleanup command wrote %q; want one run", got)
+	}
+}

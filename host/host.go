@@ -331,7 +331,7 @@ func (h *Host) loop(ctx context.Context) {
 			h.cfg.Logger.Error("sweep", "err", err)
 		}
 		h.maybeRecheckCredentials(ctx, now)
-		h.maybeCleanup(ctx, now)
+		h.maybeCleanup(ctx, now, swept.PastDue+swept.Expired > 0)
 		if swept != (store.SweepResult{}) {
 			h.publish(Event{At: now, Swept: swept})
 		}
