@@ -65,6 +65,9 @@ func (f *Jobs) shell(ctx context.Context, j job.Job, command string, extra []str
 	cmd := exec.CommandContext(ctx, f.cfg.Shell, "-c", command)
 	cmd.Dir = j.Spec.Workdir
 	cmd.Env = append(f.jobEnv(j, ""), extra...)
+	// A process the hook left behind may hold its output open: once the
+	// hook ended (or ctx did), its output is read no longer than this.
+	cmd.WaitDelay = outputDelay
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()

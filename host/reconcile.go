@@ -63,6 +63,17 @@ func (h *Host) reconcile(ctx context.Context, j job.Job, trigger string) (job.Jo
 		return j, true
 	}
 	code, _, err := h.shell(ctx, j, j.Spec.CheckCmd, nil)
+	if ctx.Err() != nil {
+		// The host is stopping or lost the lease while the check ran: its
+		// exit says nothing about the job. A stop gives a running job back
+		// (a resumable one stays resumable: its lease runs out and another
+		// claim resumes it); a lost lease leaves it to the store.
+		if h.stopping() && j.State == job.Running {
+			h.apply(ctx, j, job.Change{To: job.Ready, Reason: reasonHostStopped,
+				Mutate: func(x *job.Job) { x.Stage = "ready"; releaseLease(x) }})
+		}
+		return j, false
+	}
 	chk := &job.Check{Fence: j.Fence, At: h.cfg.Clock.Now(), Trigger: trigger}
 	if err == nil {
 		chk.ExitCode = &code

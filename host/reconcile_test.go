@@ -263,3 +263,44 @@ func (f *fakeCredentials) calls() int {
 	defer f.mu.Unlock()
 	return f.n
 }
+
+// A host stopping while a re-run's check runs gives the job back: the
+// killed check is no verdict, and nothing is recorded of it.
+func TestStopDuringCheckGivesTheJobBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script.push(func(context.Context, host.Run) error { return errors.New("connection reset") })
+	b.submit("j", job.Spec{CheckCmd: "sleep 30"})
+	b.await("j", func(j job.Job) bool { return j.State == job.Ready && j.Attempts == 1 }, "ready after a transient failure")
+	b.clock.Advance(host.DefaultBackoff)
+	b.await("j", func(j job.Job) bool { return j.State == job.Running && j.Runs == 1 }, "running its check")
+	b.host.Stop()
+	j, err := b.st.Job(context.Background(), "j")
+	if err != nil || j.State != job.Ready || j.LeaseOwner != "" {
+		t.Fatalf("after the stop: %s held by %q (%v); want ready, unclaimed", j.State, j.LeaseOwner, err)
+	}
+	if h := b.history("j"); len(h.Checks) != 0 {
+		t.Fatalf("checks %q: a check the stop killed is no verdict", checks(h))
+	}
+}
+
+// A job whose credentials check passes but whose run fails for
+// credentials again waits longer each round.
+func TestAuthWaitBacksOffAcrossRounds(t *testing.T) {
+	t.Parallel()
+	creds := &fakeCredentials{answers: []bool{true}}
+	b := setup(t, func(c *host.Config) { c.Credentials = creds })
+	for range 3 {
+		b.script.push(func(context.Context, host.Run) error { return host.Auth("SAML enforcement") })
+	}
+	b.submit("j", job.Spec{Quota: []string{"github"}})
+	var waits []time.Duration
+	for round := range 3 {
+		j := b.await("j", func(j job.Job) bool { return j.State == job.AuthWait && j.Runs == round+1 }, "waiting for credentials")
+		waits = append(waits, j.RunAt.Sub(b.clock.Now()))
+		b.clock.Advance(j.RunAt.Sub(b.clock.Now()))
+	}
+	if !(waits[0] < waits[1] && waits[1] < waits[2]) {
+		t.Fatalf("waits %v: each round must wait longer", waits)
+	}
+}
