@@ -33,17 +33,22 @@ const waitingForCredentials = "Waiting for credentials since "
 const authCheckTimeout = time.Minute
 
 // authWait moves a job whose attempt failed for authentication to
-// auth-wait, its first credentials check Config.AuthRecheck from now.
+// auth-wait, its next credentials check on the backoff. The backoff goes
+// on from where the job's last wait for credentials left it (Probes is
+// kept): when a check passes but the run still fails for credentials
+// (the check reads another credential than the run uses), each round
+// waits longer, rather than re-running the job every minute.
 func (h *Host) authWait(ctx context.Context, j job.Job, why string, att *job.Attempt, mutate func(*job.Job)) {
 	now := h.cfg.Clock.Now()
+	next := now.Add(h.authWaitAfter(j.Probes))
 	h.apply(ctx, j, job.Change{To: job.AuthWait, Reason: "authentication: " + why, Attempt: att, Mutate: func(x *job.Job) {
 		mutate(x)
-		x.RunAt, x.Probes, x.Secondaries = now.Add(h.authWaitAfter(0)), 0, 0
+		x.RunAt, x.Secondaries = next, 0
 		x.Ownership, x.ResumeBy = job.NoOwnership, time.Time{}
 		x.Stage = waitingForCredentials + stageTime(now) + " (authentication: " + why + ")"
 		releaseLease(x)
 	}})
-	h.noteAuthWait(now.Add(h.authWaitAfter(0)))
+	h.noteAuthWait(next)
 }
 
 // maybeRecheckCredentials starts a round of credentials checks in the
@@ -109,12 +114,29 @@ func (h *Host) recheckCredentials(ctx context.Context, now time.Time) (next time
 			ahead(j.RunAt)
 			continue
 		}
+		// Take the check: its next time moves past the check's bound, so
+		// neither the scheduler (which sees the job due) nor another host
+		// looks at it while it runs. A job another host took first keeps
+		// that host's time.
+		due, taken := j.RunAt, now.Add(authCheckTimeout).Truncate(time.Millisecond)
+		j2, applied := h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
+			if x.RunAt.Equal(due) {
+				x.RunAt = taken
+			}
+		}})
+		if !applied || !j2.RunAt.Equal(taken) {
+			continue
+		}
+		j = j2
 		ok, known, err := h.credentialsWork(ctx, j)
+		if ctx.Err() != nil {
+			break // stopping: the check says nothing; RunAt comes again
+		}
 		now := h.cfg.Clock.Now()
 		switch {
 		case ok:
 			h.apply(ctx, j, job.Change{To: job.Ready, From: []job.State{job.AuthWait}, Reason: reasonCredentials,
-				Mutate: func(x *job.Job) { x.Stage, x.RunAt, x.Probes = "ready", time.Time{}, 0 }})
+				Mutate: func(x *job.Job) { x.Stage, x.RunAt, x.Probes = "ready", time.Time{}, x.Probes+1 }})
 		case !known:
 			at := now.Add(h.authWaitAfter(len(authSteps)))
 			ahead(at)
