@@ -153,8 +153,13 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	errw.flush()
 	code := exitCode(cmd.ProcessState, err)
 	// An agent CLI's session, for the resume that continues it
-	// (docs/agents.md): read from the output's tail, secrets masked.
-	session := agentcli.SessionID(out.tail(), errw.tail())
+	// (docs/agents.md): read, secrets masked, from the output of an agent
+	// job or of one whose resume command continues a session; any other
+	// job's output may carry a "session_id" that is a login's.
+	var session string
+	if r.Job.Spec.Agent != "" || strings.Contains(r.Job.Spec.ResumeCmd, "{session_id}") {
+		session = agentcli.SessionID(out.sessionScan(), errw.sessionScan())
+	}
 	if code == 0 {
 		return Result{Outcome: provider.Unknown("process", provider.ClassOK, "exit 0"), SessionID: session}
 	}
@@ -188,12 +193,16 @@ type tailWriter struct {
 	known  []string // secret values masked in copied lines
 	buf    []byte   // tail, as written
 	cut    bool     // buf lost its start: its first line is partial
+	head   []byte   // the first tailLimit bytes, as written (an agent CLI names its session first)
 	line   []byte   // partial line not yet copied
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := min(len(p), tailLimit-len(t.head)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+	}
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - tailLimit; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
@@ -243,4 +252,24 @@ func (t *tailWriter) tail() []byte {
 		buf = buf[i+1:]
 	}
 	return []byte(redact.String(string(buf), t.known...))
+}
+
+// sessionScan is the output an agent CLI's session id is read from: the
+// whole output when the tail kept it all, else its first whole lines and
+// its tail, secrets masked (agentcli.SessionID reads the tail, then the
+// start).
+func (t *tailWriter) sessionScan() []byte {
+	tail := t.tail()
+	t.mu.Lock()
+	head, cut := t.head, t.cut
+	t.mu.Unlock()
+	if !cut {
+		return tail
+	}
+	if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
+		head = head[:i+1]
+	} else {
+		head = nil
+	}
+	return append([]byte(redact.String(string(head), t.known...)), tail...)
 }
