@@ -7,13 +7,17 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_state_check CHECK (state IN
 
 -- A job counts the attempts it started (runs: one that starts again is a
 -- re-run, which reconciles first) and its secondary-limit deferrals in a
--- row. Rows written before this migration read 0 for both. bigint, as
+-- row. Rows written before this migration read their attempts as runs and
+-- 0 secondaries. bigint, as
 -- attempts and probes: any count one backend keeps the other keeps too.
 -- check_seq is the seq of the job's last reconcile check, kept as
 -- transition_seq is.
 ALTER TABLE jobs ADD COLUMN runs bigint NOT NULL DEFAULT 0,
     ADD COLUMN secondaries bigint NOT NULL DEFAULT 0,
     ADD COLUMN check_seq bigint NOT NULL DEFAULT 0;
+-- A job that ran before this migration has run as many times as it has
+-- attempts: its next start is a re-run, which reconciles first.
+UPDATE jobs SET runs = (SELECT count(*) FROM job_attempt a WHERE a.job_id = jobs.id);
 
 -- The sweep fails an auth-wait job past its deadline; NextJobDue reads the
 -- next credential re-check (run_at_ms) and the next such deadline.

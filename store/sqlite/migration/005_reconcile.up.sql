@@ -1,9 +1,13 @@
 -- Reconciling re-runs and waiting for credentials (docs/lifecycle.md).
 -- A job counts the attempts it started (runs: one that starts again is a
 -- re-run, which reconciles first) and its secondary-limit deferrals in a
--- row. Rows written before this migration read 0 for both.
+-- row. Rows written before this migration read their attempts as runs and
+-- 0 secondaries.
 ALTER TABLE jobs ADD COLUMN runs INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN secondaries INTEGER NOT NULL DEFAULT 0;
+-- A job that ran before this migration has run as many times as it has
+-- attempts: its next start is a re-run, which reconciles first.
+UPDATE jobs SET runs = (SELECT count(*) FROM job_attempt a WHERE a.job_id = jobs.id);
 
 -- The host that issued a receipt and the fence of the claim it was issued
 -- under (0: at submission). Receipts stored before this migration read ''
