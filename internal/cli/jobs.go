@@ -315,11 +315,14 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 }
 
 // receiptOwner is the wake-up evidence of a stored receipt with retained
-// ownership; ok is false for a handoff receipt, or one that does not
-// decode (show prints it as stored all the same).
+// ownership; ok is false for a handoff receipt, one that does not decode,
+// and one stored before receipts kept their host (show prints them as
+// stored all the same).
 func receiptOwner(jobID string, r job.Receipt) (ownerJSON, bool) {
 	rc, err := receipt.Decode(r.JSON)
-	if err != nil || !rc.IsRetained() {
+	if err != nil || !rc.IsRetained() || r.HostID == "" {
+		// A receipt stored before layover kept its host (migration 005)
+		// has digests of a random handle: nothing to prove them by.
 		return ownerJSON{}, false
 	}
 	o := receipt.Owner{JobID: jobID, HostID: r.HostID, Fence: r.Fence, WakeAt: rc.ResumeAfter()}
