@@ -69,6 +69,15 @@ func TestPassSkippedBelowReserve(t *testing.T) {
 	if n := strings.Count(act.stdout, "skipped:"); n != 1 || !strings.Contains(act.stdout, "(graphql: 120 left)") {
 		t.Fatalf("activity:\n%s\nwant one skip line naming graphql: 120 left", act.stdout)
 	}
+	// status shows the key's Quota wait for scheduled work, with its cause.
+	st := b.layover("status")
+	if !strings.Contains(st.stdout, "Quota wait until") || !strings.Contains(st.stdout, "graphql: 120 left, below its reserve") {
+		t.Errorf("status does not show the below-reserve wait:\n%s", st.stdout)
+	}
+	js := b.layover("status", "--json")
+	if !strings.Contains(js.stdout, `"cause": "below-reserve"`) || strings.Count(js.stdout, `"wait_until": "`) != 1 {
+		t.Errorf("status --json: want graphql below-reserve with its wait_until:\n%s", js.stdout)
+	}
 	// A lower reserve admits the same pass; its command's code passes through.
 	r := b.layover("pass", "--reserve", "graphql=100", "--", "sh", "-c", "touch "+marker+"; exit 3")
 	if r.code != 3 {
