@@ -168,7 +168,7 @@ func (h *Host) credentialsWork(ctx context.Context, j job.Job) (ok, known bool, 
 	if a, found := agentcli.AgentNamed(j.Spec.Agent); found && len(a.AuthCheck) > 0 {
 		quoted := make([]string, len(a.AuthCheck))
 		for i, arg := range a.AuthCheck {
-			quoted[i] = shellQuote(arg)
+			quoted[i] = agentcli.ShellQuote(arg)
 		}
 		code, _, err := h.shell(cctx, j, strings.Join(quoted, " "), nil)
 		return err == nil && code == 0, true, err

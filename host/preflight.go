@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
@@ -197,11 +198,9 @@ func (h *Host) resumeArgv(j job.Job) ([]string, string) {
 	if strings.Contains(rc, "{session_id}") {
 		why = "resumed: continuing session " + j.SessionID
 	}
-	return []string{h.cfg.Shell, "-c", strings.ReplaceAll(rc, "{session_id}", shellQuote(j.SessionID))}, why
+	return []string{h.cfg.Shell, "-c", strings.ReplaceAll(rc, "{session_id}", agentcli.ShellQuote(j.SessionID))}, why
 }
 
 // NoSessionNote is what a resume records when the failed attempt's output
 // named no agent session to continue.
 const NoSessionNote = "no agent session was captured, so the job restarts from its brief"
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

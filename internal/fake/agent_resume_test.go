@@ -25,15 +25,21 @@ var firstRun = map[string][]string{
 	"antigravity": {"-p", agentBrief, "--output-format", "stream-json"},
 }
 
-// shellWords splits a command of plain words and single-quoted strings,
-// as the agents' ResumeCmd templates are written.
+// shellWords splits a command of plain words, single-quoted strings and
+// backslash escapes, as the agents' ResumeCmd and StartCmd templates are
+// written and agentcli.ShellQuote quotes.
 func shellWords(t *testing.T, cmd string) []string {
 	t.Helper()
 	var words []string
 	var cur strings.Builder
-	inWord, quoted := false, false
+	inWord, quoted, escaped := false, false, false
 	for _, c := range cmd {
 		switch {
+		case escaped:
+			cur.WriteRune(c)
+			escaped = false
+		case c == '\\' && !quoted:
+			escaped, inWord = true, true
 		case c == '\'':
 			quoted, inWord = !quoted, true
 		case c == ' ' && !quoted:

@@ -1,6 +1,9 @@
 package agentcli
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Agent is an agent CLI layover knows how to continue (docs/agents.md).
 //
@@ -25,6 +28,12 @@ type Agent struct {
 	// --permission-mode, Copilot's --allow-all-tools) needs a
 	// `--resume-cmd` of the user's own.
 	ResumeCmd string
+	// StartCmd is a shell template holding {prompt}: how this CLI runs a
+	// brief non-interactively, in a form that reports the new session so
+	// a later ResumeCmd can continue it. The caller replaces {prompt}
+	// with the brief, shell-quoted. Like ResumeCmd it adds no permission
+	// flags.
+	StartCmd string
 	// AuthCheck is the CLI's own cheap credentials check, as argv: exit 0
 	// means logged in. nil when the CLI has none.
 	AuthCheck []string
@@ -34,6 +43,10 @@ type Agent struct {
 // the continued conversation, not a second copy of the brief, carries the
 // task. It holds no single quote, so ResumeCmd can quote it with them.
 const ResumeInstruction = "Continue the interrupted task from where it stopped; the usage limit has reset."
+
+// ShellQuote returns s as one shell word, for the {prompt} of StartCmd
+// and the {session_id} of ResumeCmd.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ProviderAntigravity is the Outcome.Provider of Antigravity CLI (agy).
 const ProviderAntigravity = "antigravity"
@@ -53,6 +66,7 @@ var agents = []Agent{
 	// without the subcommand is not a login state).
 	{
 		Name: "claude", Provider: ProviderClaudeCode, Program: "claude",
+		StartCmd:  "claude -p {prompt} --output-format stream-json --verbose",
 		ResumeCmd: "claude -p --resume {session_id} --output-format stream-json --verbose " + quoted,
 		AuthCheck: []string{"claude", "auth", "status"},
 	},
@@ -63,6 +77,7 @@ var agents = []Agent{
 	// `codex login status` exits 0 logged in, 1 not (confirmed).
 	{
 		Name: "codex", Provider: ProviderCodex, Program: "codex",
+		StartCmd:  "codex exec --json {prompt}",
 		ResumeCmd: "codex exec resume {session_id} --json " + quoted,
 		AuthCheck: []string{"codex", "login", "status"},
 	},
@@ -72,6 +87,7 @@ var agents = []Agent{
 	// AuthCheck is nil.
 	{
 		Name: "copilot", Provider: ProviderCopilot, Program: "copilot",
+		StartCmd:  "copilot -p {prompt}",
 		ResumeCmd: "copilot -p " + quoted + " --resume {session_id}",
 	},
 	// Kimi Code: `kimi --print -S <id> -p PROMPT` (-S/--session, confirmed
@@ -81,6 +97,7 @@ var agents = []Agent{
 	// `kimi login` but no status command: AuthCheck is nil.
 	{
 		Name: "kimi", Provider: ProviderKimi, Program: "kimi",
+		StartCmd:  "kimi --print -p {prompt}",
 		ResumeCmd: "kimi --print -S {session_id} -p " + quoted,
 	},
 	// Gemini CLI: `gemini --resume <uuid|index|latest>` (confirmed:
@@ -90,6 +107,7 @@ var agents = []Agent{
 	// releases). No status command: AuthCheck is nil.
 	{
 		Name: "gemini", Provider: ProviderGeminiCLI, Program: "gemini",
+		StartCmd:  "gemini -p {prompt} --output-format stream-json",
 		ResumeCmd: "gemini --resume {session_id} -p " + quoted + " --output-format stream-json",
 	},
 	// Antigravity CLI (agy): `agy --conversation <id> -p PROMPT`
@@ -101,6 +119,7 @@ var agents = []Agent{
 	// nil.
 	{
 		Name: "antigravity", Provider: ProviderAntigravity, Program: "agy",
+		StartCmd:  "agy -p {prompt} --output-format stream-json",
 		ResumeCmd: "agy --conversation {session_id} -p " + quoted + " --output-format stream-json",
 	},
 }

@@ -1,6 +1,7 @@
 package agentcli
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,9 @@ func TestAgents(t *testing.T) {
 		}
 		if !strings.HasPrefix(a.ResumeCmd, a.Program+" ") {
 			t.Errorf("%s: ResumeCmd %q does not run %s", a.Name, a.ResumeCmd, a.Program)
+		}
+		if strings.Count(a.StartCmd, "{prompt}") != 1 || !strings.HasPrefix(a.StartCmd, a.Program+" ") {
+			t.Errorf("%s: StartCmd %q does not run %s with {prompt} once", a.Name, a.StartCmd, a.Program)
 		}
 		if a.AuthCheck != nil && a.AuthCheck[0] != a.Program {
 			t.Errorf("%s: AuthCheck %q does not run %s", a.Name, a.AuthCheck, a.Program)
@@ -49,5 +53,22 @@ func TestAgents(t *testing.T) {
 	a[0].AuthCheck[0] = "x"
 	if Agents()[0].AuthCheck[0] != "claude" {
 		t.Error("Agents shares AuthCheck")
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":               "''",
+		"review it":      "'review it'",
+		"it's $HOME `x`": `'it'\''s $HOME ` + "`x`'",
+	} {
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+		out, err := exec.Command("/bin/sh", "-c", "printf %s "+ShellQuote(in)).Output()
+		if err != nil || string(out) != in {
+			t.Errorf("sh read ShellQuote(%q) as %q (%v)", in, out, err)
+		}
 	}
 }
