@@ -4,7 +4,8 @@
 // *Store is a Store, and all pass the conformance suite in store/storetest.
 //
 // A store keeps quota states, learned logins, the activity log, the
-// commands that are waiting, and the durable host's jobs and hosts. It
+// commands that are waiting, the durable host's jobs and hosts, and the
+// records of workflow runs (package workflow/record). It
 // never keeps a token: principals are logins or token fingerprints (see
 // quota.TokenFingerprint). A consumer that needs only part of it declares
 // its own smaller interface.
@@ -17,6 +18,7 @@ import (
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/workflow/record"
 )
 
 // Sentinel errors of every backend. A job or host that does not exist is
@@ -162,6 +164,37 @@ type Store interface {
 	HostHeartbeat(ctx context.Context, id string, now time.Time) error
 	UnregisterHost(ctx context.Context, id string) error
 	Hosts(ctx context.Context) ([]job.Host, error)
+
+	// The workflow runs (docs/workflows.md). Every write validates what it
+	// writes (record.ErrInvalid), keeps times to the millisecond in UTC,
+	// and is a compare-and-set on the record's Version: the stored one or
+	// record.ErrConflict, then Version+1. A run or task that does not exist
+	// is job.ErrNotFound.
+
+	// CreateRun records a new run and its tasks in one transaction (see
+	// NewRun: Version 1, CreatedAt and UpdatedAt now, the tasks' too). When
+	// the id exists with an equal Definition it returns the stored run and
+	// created=false, leaving its tasks as they are; with another,
+	// record.ErrConflict.
+	CreateRun(ctx context.Context, r record.Run, tasks []record.Task, now time.Time) (stored record.Run, created bool, err error)
+	// Run returns one run.
+	Run(ctx context.Context, id string) (record.Run, error)
+	// Runs returns every run, oldest first.
+	Runs(ctx context.Context) ([]record.Run, error)
+	// RunTasks returns a run's tasks in the order CreateRun was given them.
+	RunTasks(ctx context.Context, runID string) ([]record.Task, error)
+	// UpdateRun writes r's Status, Durable, Deadline and Starts, with
+	// UpdatedAt now; its ID, Name, Definition and CreatedAt stay as stored.
+	UpdateRun(ctx context.Context, r record.Run, now time.Time) (record.Run, error)
+	// UpdateTask writes t (all but RunID and Name, which name it), with
+	// UpdatedAt now, and appends ev, when not nil, to the task's history in
+	// the same transaction: of t's task, Seq the next from 1, At now when
+	// zero. A refused write appends nothing.
+	UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEvent, now time.Time) (record.Task, error)
+	// TaskEvents returns a task's history, oldest first.
+	TaskEvents(ctx context.Context, runID, task string) ([]record.TaskEvent, error)
+	// CountRuns counts runs per status; a status without runs is left out.
+	CountRuns(ctx context.Context) (map[record.RunStatus]int, error)
 
 	// Close releases the store.
 	Close() error

@@ -8,6 +8,7 @@ import (
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/workflow/record"
 )
 
 // errNoStore is every write to noStore.
@@ -73,4 +74,24 @@ func (noStore) HostHeartbeat(context.Context, string, time.Time) error {
 }
 func (noStore) UnregisterHost(context.Context, string) error { return errNoStore }
 func (noStore) Hosts(context.Context) ([]job.Host, error)    { return nil, nil }
-func (noStore) Close() error                                 { return nil }
+func (noStore) CreateRun(context.Context, record.Run, []record.Task, time.Time) (record.Run, bool, error) {
+	return record.Run{}, false, errNoStore
+}
+func (noStore) Run(context.Context, string) (record.Run, error) { return record.Run{}, job.ErrNotFound }
+func (noStore) Runs(context.Context) ([]record.Run, error)      { return nil, nil }
+func (noStore) RunTasks(context.Context, string) ([]record.Task, error) {
+	return nil, job.ErrNotFound
+}
+func (noStore) UpdateRun(context.Context, record.Run, time.Time) (record.Run, error) {
+	return record.Run{}, errNoStore
+}
+func (noStore) UpdateTask(context.Context, record.Task, *record.TaskEvent, time.Time) (record.Task, error) {
+	return record.Task{}, errNoStore
+}
+func (noStore) TaskEvents(context.Context, string, string) ([]record.TaskEvent, error) {
+	return nil, job.ErrNotFound
+}
+func (noStore) CountRuns(context.Context) (map[record.RunStatus]int, error) {
+	return map[record.RunStatus]int{}, nil
+}
+func (noStore) Close() error { return nil }

@@ -64,7 +64,7 @@ func TestJobs(t *testing.T) {
 	storetest.RunJobs(t, func(t *testing.T) store.Store { return openFresh(t) })
 }
 
-// TestWithoutPreparedStatements runs both suites with statements sent
+// TestWithoutPreparedStatements runs the suites with statements sent
 // unprepared (default_query_exec_mode=exec), as behind a pooler in
 // transaction mode.
 func TestWithoutPreparedStatements(t *testing.T) {
@@ -87,6 +87,10 @@ func TestWithoutPreparedStatements(t *testing.T) {
 	t.Run("Jobs", func(t *testing.T) {
 		t.Parallel()
 		storetest.RunJobs(t, func(t *testing.T) store.Store { return open(t, dsn(t)) })
+	})
+	t.Run("Workflows", func(t *testing.T) {
+		t.Parallel()
+		storetest.RunWorkflows(t, func(t *testing.T) store.Store { return open(t, dsn(t)) })
 	})
 }
 
@@ -243,8 +247,8 @@ func TestOpenConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil || fmt.Sprint(versions) != "[1 2 3 4 5 6]" {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5 6]", versions, err)
+	if err != nil || fmt.Sprint(versions) != "[1 2 3 4 5 6 7]" {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5 6 7]", versions, err)
 	}
 	st, err := s.AllStates(t.Context())
 	if err != nil || len(st) != 1 || st[0].Remaining != n-1 {

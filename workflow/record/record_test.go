@@ -62,6 +62,7 @@ func TestValidate(t *testing.T) {
 		{"task stage", func() error { k := validTask(); k.Stage = long; return k.Validate() }(), "the stage is 1025 bytes"},
 		{"task stage at the bound", func() error { k := validTask(); k.Stage = long[1:]; return k.Validate() }(), ""},
 		{"task UTF-8", func() error { k := validTask(); k.WaitingOn = "needs \xff"; return k.Validate() }(), "not valid UTF-8"},
+		{"task NUL", func() error { k := validTask(); k.SessionID = "a\x00b"; return k.Validate() }(), "holds a NUL byte"},
 		{"task control characters kept", func() error { k := validTask(); k.Stage = "a\x1b[2Jb"; return k.Validate() }(), ""},
 		{"quota message", func() error { k := validTask(); k.Quota.Message = long; return k.Validate() }(), "message is 1025 bytes"},
 		{"quota provider", func() error { k := validTask(); k.Quota.Provider = ""; return k.Validate() }(), "needs a provider"},

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/layoverhq/layover/job"
 )
 
 // Bounds of what a record may hold, in bytes. Every text field is at most
-// MaxTextBytes of valid UTF-8 (a stage, a reason, a quota's message, a
+// MaxTextBytes of valid UTF-8 without NUL bytes (a stage, a reason, a quota's message, a
 // name), but a working directory, at most MaxWorkdirBytes; a run's
 // definition is at most MaxDefinitionBytes of JSON. A checkpoint keeps
 // job.ValidateCheckpoint's bounds.
@@ -167,13 +168,16 @@ func name(what, s string) error {
 	return text("the "+what, s, MaxTextBytes)
 }
 
-// text reports why s (what) is not at most max bytes of UTF-8.
+// text reports why s (what) is not at most max bytes of UTF-8 without a
+// NUL (which PostgreSQL's text cannot hold, so neither store keeps it).
 func text(what, s string, max int) error {
-	if len(s) > max {
+	switch {
+	case len(s) > max:
 		return fmt.Errorf("%s is %d bytes; at most %d", what, len(s), max)
-	}
-	if !utf8.ValidString(s) {
+	case !utf8.ValidString(s):
 		return fmt.Errorf("%s is not valid UTF-8", what)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%s holds a NUL byte", what)
 	}
 	return nil
 }

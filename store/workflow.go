@@ -1,0 +1,193 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/layoverhq/layover/workflow/record"
+)
+
+// What both stores share of the workflow records (docs/lifecycle.md, What
+// the store keeps): the rules applied on a write, every time cut to the
+// millisecond, and the JSON of a task's quota and limited candidates.
+
+// MSRun is r with every time as a store keeps it (MSTime).
+func MSRun(r record.Run) record.Run {
+	r.CreatedAt, r.UpdatedAt, r.Deadline = MSTime(r.CreatedAt), MSTime(r.UpdatedAt), MSTime(r.Deadline)
+	return r
+}
+
+// MSTask is t with every time as a store keeps it (MSTime), its quota and
+// checkpoint copied, and no Limited map when it is empty.
+func MSTask(t record.Task) record.Task {
+	t.UpdatedAt = MSTime(t.UpdatedAt)
+	if t.Quota != nil {
+		q := *t.Quota
+		q.ResetAt = MSTime(q.ResetAt)
+		t.Quota = &q
+	}
+	if len(t.Limited) == 0 {
+		t.Limited = nil
+	} else {
+		l := make(map[string]time.Time, len(t.Limited))
+		for c, until := range t.Limited {
+			l[c] = MSTime(until)
+		}
+		t.Limited = l
+	}
+	if t.Checkpoint != nil {
+		cp := *t.Checkpoint
+		cp.At = MSTime(cp.At)
+		t.Checkpoint = &cp
+	}
+	return t
+}
+
+// NewRun is r and its tasks as a store inserts them on CreateRun at now:
+// Status "" is running and a task's State "" pending, a task's RunID is
+// r's; Version 1, CreatedAt and UpdatedAt now; every time as a store keeps
+// it. It refuses a record that does not validate, and two tasks of one
+// name.
+func NewRun(r record.Run, tasks []record.Task, now time.Time) (record.Run, []record.Task, error) {
+	if r.Status == "" {
+		r.Status = record.RunRunning
+	}
+	r.CreatedAt, r.UpdatedAt, r.Version = now, now, 1
+	r = MSRun(r)
+	if err := r.Validate(); err != nil {
+		return record.Run{}, nil, err
+	}
+	out := make([]record.Task, len(tasks))
+	seen := make(map[string]bool, len(tasks))
+	for i, t := range tasks {
+		if t.RunID != "" && t.RunID != r.ID {
+			return record.Run{}, nil, fmt.Errorf("%w: task %q is of run %q, not %q", record.ErrInvalid, t.Name, t.RunID, r.ID)
+		}
+		if seen[t.Name] {
+			return record.Run{}, nil, fmt.Errorf("%w: run %q: two tasks named %q", record.ErrInvalid, r.ID, t.Name)
+		}
+		seen[t.Name] = true
+		t.RunID = r.ID
+		if t.State == "" {
+			t.State = record.TaskPending
+		}
+		t.UpdatedAt, t.Version = now, 1
+		if err := t.Validate(); err != nil {
+			return record.Run{}, nil, err
+		}
+		out[i] = MSTask(t)
+	}
+	return r, out, nil
+}
+
+// SameDefinition reports whether two definitions are the same JSON text
+// but for insignificant space.
+func SameDefinition(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// RunUpdate is r as a store writes it on UpdateRun at now, UpdatedAt set
+// (the store keeps its own ID, Name, Definition and CreatedAt, and grows
+// Version), or why r does not validate.
+func RunUpdate(r record.Run, now time.Time) (record.Run, error) {
+	r.UpdatedAt = now
+	r = MSRun(r)
+	return r, r.Validate()
+}
+
+// TaskUpdate is t as a store writes it on UpdateTask at now, UpdatedAt
+// set, and ev, when given, as it appends it: of t's run and task, At now
+// when zero (the store assigns Seq). It refuses a task or event that does
+// not validate.
+func TaskUpdate(t record.Task, ev *record.TaskEvent, now time.Time) (record.Task, *record.TaskEvent, error) {
+	t.UpdatedAt = now
+	t = MSTask(t)
+	if err := t.Validate(); err != nil {
+		return record.Task{}, nil, err
+	}
+	if ev == nil {
+		return t, nil, nil
+	}
+	e := *ev
+	if (e.RunID != "" && e.RunID != t.RunID) || (e.Task != "" && e.Task != t.Name) {
+		return record.Task{}, nil, fmt.Errorf("%w: an event of task %q of run %q given with task %q of run %q",
+			record.ErrInvalid, e.Task, e.RunID, t.Name, t.RunID)
+	}
+	e.RunID, e.Task, e.Seq = t.RunID, t.Name, 0
+	if e.At.IsZero() {
+		e.At = now
+	}
+	e.At = MSTime(e.At)
+	if e.ExitCode != nil {
+		c := *e.ExitCode
+		e.ExitCode = &c
+	}
+	if err := e.Validate(); err != nil {
+		return record.Task{}, nil, err
+	}
+	return t, &e, nil
+}
+
+// storedQuota is a task's quota as the stores keep it, in its quota column.
+type storedQuota struct {
+	Provider string `json:"provider"`
+	Resource string `json:"resource"`
+	ResetMS  int64  `json:"reset_at_ms"` // 0: unknown
+	Message  string `json:"message"`
+}
+
+// EncodeQuota is q as the quota column holds it: JSON, nil for no quota.
+func EncodeQuota(q *record.Quota) []byte {
+	if q == nil {
+		return nil
+	}
+	// A struct of strings and an integer always encodes.
+	b, _ := json.Marshal(storedQuota{Provider: q.Provider, Resource: q.Resource, ResetMS: MS(q.ResetAt), Message: q.Message})
+	return b
+}
+
+// DecodeQuota reads a quota column: nil (NULL) is no quota.
+func DecodeQuota(b []byte) (*record.Quota, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var s storedQuota
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("stored quota: %w", err)
+	}
+	return &record.Quota{Provider: s.Provider, Resource: s.Resource, ResetAt: FromMS(s.ResetMS), Message: s.Message}, nil
+}
+
+// EncodeLimited is a task's limited candidates as the limited column holds
+// them: a JSON object of candidate to milliseconds, "{}" for none.
+func EncodeLimited(l map[string]time.Time) []byte {
+	m := make(map[string]int64, len(l))
+	for c, until := range l {
+		m[c] = MS(until)
+	}
+	// A map of strings to integers always encodes.
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// DecodeLimited reads a limited column; none is a nil map.
+func DecodeLimited(b []byte) (map[string]time.Time, error) {
+	var m map[string]int64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("stored limited candidates: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	l := make(map[string]time.Time, len(m))
+	for c, ms := range m {
+		l[c] = FromMS(ms)
+	}
+	return l, nil
+}
