@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -105,10 +107,11 @@ func (h *Host) maybeCleanup(ctx context.Context, now time.Time, ended bool) {
 		}
 		// The scheduler sleeps until the next round at the latest
 		// (cleanupIn), unless it chose its sleep while this round ran:
-		// then it is woken if it would sleep past the next round, or is
-		// about to sleep when that round is due already.
+		// then it is woken if it sleeps past the next round, or is about
+		// to sleep (at most a heartbeat, about when the round after this
+		// one was due) when the next round is sooner.
 		look, wake := h.cleanups.look, h.sleepUntil
-		nudge := look.Before(wake) || wake.IsZero() && !look.After(h.cfg.Clock.Now())
+		nudge := look.Before(wake) || wake.IsZero() && (sooner || !look.After(h.cfg.Clock.Now()))
 		h.mu.Unlock()
 		if nudge {
 			h.Nudge()
@@ -167,6 +170,8 @@ func (h *Host) setCleanup(ctx context.Context, id, from, to string) (job.Job, er
 // that ended on a quota. It returns when to try again, zero when the
 // cleanup is over here (done, failed, or another host's).
 func (h *Host) cleanup(ctx context.Context, j job.Job, tries int) time.Time {
+	// The bound on the run counts from the claim, on the host's clock.
+	deadline := h.cfg.Clock.After(CleanupTimeout)
 	mine := job.CleanupRunning(h.cfg.ID)
 	c, err := h.setCleanup(ctx, j.ID, job.CleanupArmed, mine)
 	if err != nil || c.Cleanup != mine {
@@ -188,12 +193,18 @@ func (h *Host) cleanup(ctx context.Context, j job.Job, tries int) time.Time {
 		return h.rearm(ctx, c, tries, h.cfg.Policy.ResumeAt(b.State.ResetAt, h.cfg.Rand))
 	}
 
-	rctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
-	defer cancel()
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-deadline:
+			cancel(errCleanupTimeout)
+		case <-rctx.Done():
+		}
+	}()
 	// The command's output is read only by the classifier: it may hold
-	// secrets, so it is neither logged nor stored. stderr joins stdout for
-	// it, where the CLIs write their limits.
-	code, out, err := h.shell(rctx, c, "exec 2>&1\n"+c.Spec.CleanupCmd, []string{"LAYOVER_JOB_STATE=" + string(c.State)})
+	// secrets, so it is neither logged nor stored.
+	code, out, err := h.runCleanupCmd(rctx, c)
 	switch {
 	case err == nil && code == 0:
 		return h.endCleanup(ctx, c, job.CleanupDone)
@@ -201,7 +212,7 @@ func (h *Host) cleanup(ctx context.Context, j job.Job, tries int) time.Time {
 		// The host stops: the cleanup goes back to armed for the next
 		// host, this try not counted.
 		return h.rearm(ctx, c, tries, time.Time{})
-	case rctx.Err() != nil:
+	case errors.Is(context.Cause(rctx), errCleanupTimeout):
 		return h.endCleanup(ctx, c, job.CleanupFailed("timed out after "+CleanupTimeout.String()))
 	case err != nil:
 		return h.endCleanup(ctx, c, job.CleanupFailed("did not run: "+err.Error()))
@@ -214,6 +225,32 @@ func (h *Host) cleanup(ctx context.Context, j job.Job, tries int) time.Time {
 		return h.endCleanup(ctx, c, job.CleanupFailed(fmt.Sprintf("%s after %d tries (exit %d)", o.Class, tries, code)))
 	}
 	return h.rearm(ctx, c, tries, h.cleanupRetryAt(ctx, o, keys, tries))
+}
+
+// errCleanupTimeout ends a cleanup command that ran for CleanupTimeout.
+var errCleanupTimeout = errors.New("cleanup timed out")
+
+// runCleanupCmd runs c's cleanup command with sh -c in the job's directory
+// and environment, plus LAYOVER_JOB_STATE (cancelled or failed), in a
+// process group of its own that is killed whole when ctx ends, so that what
+// the command started does not outlive the bound. It returns the exit code
+// and the end of its output (stdout and stderr as they interleave, at most
+// the tail an attempt's classifier reads, secrets masked); err is a command
+// that could not start.
+func (h *Host) runCleanupCmd(ctx context.Context, c job.Job) (int, []byte, error) {
+	cmd := exec.CommandContext(ctx, h.cfg.Shell, "-c", c.Spec.CleanupCmd)
+	cmd.Dir = c.Spec.Workdir
+	cmd.Env = append(h.jobEnv(c, ""), "LAYOVER_JOB_STATE="+string(c.State))
+	out := &tailWriter{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = outputDelay
+	if err := cmd.Start(); err != nil {
+		return -1, nil, err
+	}
+	err := cmd.Wait()
+	return exitCode(cmd.ProcessState, err), out.tail(), nil
 }
 
 // exhausted reports a key of keys that the ledger says is exhausted with a

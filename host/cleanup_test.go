@@ -276,3 +276,20 @@ func TestSweptJobRunsItsCleanupAtOnce(t *testing.T) {
 		t.Errorf("the cleanup command wrote %q; want one run", got)
 	}
 }
+
+// A cleanup command that runs for ten minutes is killed, with what it
+// started, and its cleanup failed.
+func TestCleanupIsBoundedByTenMinutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.script.push(func(context.Context, host.Run) error { return host.Permanent("404") })
+	// The shell forks sleep and waits for it: killing the shell alone would
+	// leave sleep holding the output open.
+	b.submit("j", job.Spec{CleanupCmd: "sleep 600; echo never"})
+	b.await("j", func(j job.Job) bool { return j.Cleanup == job.CleanupRunning("host-a") }, "cleanup claimed")
+	b.clock.Advance(host.CleanupTimeout)
+	j := b.await("j", func(j job.Job) bool { return strings.HasPrefix(j.Cleanup, "failed: ") }, "cleanup failed")
+	if want := job.CleanupFailed("timed out after 10m0s"); j.Cleanup != want {
+		t.Errorf("cleanup %q, want %q", j.Cleanup, want)
+	}
+}
