@@ -336,32 +336,35 @@ func (t Task) validate(index map[string]int) *problem {
 			return at(".resume", -1, "resume is for an agent task")
 		}
 	}
+	repeat := firstRepeat(t.Needs)
 	for i, n := range t.Needs {
 		switch {
 		case n == t.Name:
 			return at(".needs", i, "a task cannot need itself")
-		case slices.Contains(t.Needs[:i], n):
+		case i == repeat:
 			return at(".needs", i, "%q is named twice", n)
 		}
 		if _, ok := index[n]; !ok {
 			return at(".needs", i, "no task %q (known: %s)", n, knownTasks(index))
 		}
 	}
+	repeat = firstRepeat(t.Quota)
 	for i, q := range t.Quota {
 		if _, err := command.ParseQuotaName(q); err != nil {
 			return at(".quota", i, "%v", err)
 		}
-		if slices.Contains(t.Quota[:i], q) {
+		if i == repeat {
 			return at(".quota", i, "%q is named twice", q)
 		}
 	}
+	repeat = firstRepeat(t.Env)
 	for i, e := range t.Env {
 		switch {
 		case strings.Contains(e, "="):
 			return at(".env", i, "%q: name variables, never their values", strings.SplitN(e, "=", 2)[0]+"=…")
 		case !envPattern().MatchString(e):
 			return at(".env", i, "%q is not a variable name (letters, digits and '_', not starting with a digit)", e)
-		case slices.Contains(t.Env[:i], e):
+		case i == repeat:
 			return at(".env", i, "%q is named twice", e)
 		}
 	}
@@ -408,6 +411,22 @@ func control(s string) (rune, bool) {
 		}
 	}
 	return 0, false
+}
+
+// firstRepeat returns the position of the first entry of list that an
+// earlier one equals, or -1.
+func firstRepeat(list []string) int {
+	if len(list) < 2 {
+		return -1
+	}
+	seen := make(map[string]bool, len(list))
+	for i, s := range list {
+		if seen[s] {
+			return i
+		}
+		seen[s] = true
+	}
+	return -1
 }
 
 // knownAgents lists the agent names a task may give.
@@ -476,18 +495,20 @@ func (d Definition) index() map[string]int {
 func (d Definition) order(index map[string]int) (ordered, stuck []int) {
 	waiting := make([]int, len(d.Tasks)) // needs not yet ordered; -1: unorderable
 	dependents := make([][]int, len(d.Tasks))
+	counted := make([]int, len(d.Tasks)) // the task + 1 whose needs last counted each task
 	for i, t := range d.Tasks {
 		if index[t.Name] != i {
 			waiting[i] = -1
 			continue
 		}
-		for j, n := range t.Needs {
+		for _, n := range t.Needs {
 			k, ok := index[n]
 			switch {
-			case slices.Contains(t.Needs[:j], n):
 			case !ok:
 				waiting[i] = -1
+			case counted[k] == i+1: // a need written twice counts once
 			default:
+				counted[k] = i + 1
 				dependents[k] = append(dependents[k], i)
 				if waiting[i] >= 0 {
 					waiting[i]++
