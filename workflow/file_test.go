@@ -557,3 +557,40 @@ func TestDocsExample(t *testing.T) {
 		t.Fatalf("Order() = %v", got)
 	}
 }
+
+func TestParseValues(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.Parse([]byte(`name: v
+on_quota: {action: fail, max_wait: 0}
+attempts: 0x0a
+timeout: 1d12h
+tasks:
+  "1": {run: one}
+  two:
+    needs: [1]
+    agent: agy
+    prompt: |
+      Line one.
+      Line two.
+    resume: restart
+    quota: [github:graphql, anthropic]
+    env: [GITHUB_TOKEN, ANTHROPIC_API_KEY]
+`), "", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OnQuota != (workflow.OnQuota{Action: workflow.ActionFail}) || d.Attempts != 10 || d.Timeout != 36*time.Hour {
+		t.Fatalf("got %+v", d)
+	}
+	want := workflow.Task{
+		Name: "two", Needs: []string{"1"}, Agent: []string{"agy"}, Prompt: "Line one.\nLine two.\n", Resume: workflow.ResumeRestart,
+		Quota: []string{"github:graphql", "anthropic"}, Env: []string{"GITHUB_TOKEN", "ANTHROPIC_API_KEY"},
+	}
+	if !reflect.DeepEqual(d.Tasks[1], want) {
+		t.Fatalf("got  %+v\nwant %+v", d.Tasks[1], want)
+	}
+	_, err = workflow.Parse([]byte("name: v\ntasks:\n  a: {run: x, needs: [b]}\n"), "", "yaml")
+	if fe, ok := errors.AsType[*workflow.FileError](err); !ok || fe.Line != 3 || fe.Column != 23 {
+		t.Fatalf("got %+v, want line 3 column 23 (the need)", err)
+	}
+}
