@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/workflow/record"
+)
+
+// FlowStatusOptions are the flags of layover flow status.
+type FlowStatusOptions struct {
+	Run   string // "": every run
+	JSON  bool
+	Store string
+}
+
+func runFlowStatus(ctx context.Context, env *Env, args []string) error {
+	var o FlowStatusOptions
+	fs := newFlagSet("flow status", "flow status [RUN] [--json]")
+	fs.BoolVar(&o.JSON, "json", false, `print JSON: {"runs":[…]}, or with RUN {"run":{…},"tasks":[…]}`)
+	storeLoc := storeFlag(fs)
+	if err := fs.parse(env, args); err != nil {
+		return err
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		o.Run = fs.Arg(0)
+	default:
+		return usageErr("flow status: unexpected argument %q", shown(fs.Arg(1)))
+	}
+	o.Store = *storeLoc
+	return o.run(ctx, env)
+}
+
+func (o *FlowStatusOptions) run(ctx context.Context, env *Env) error {
+	st, err := openJobStoreReadOnly(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if o.Run == "" {
+		return o.runs(ctx, env, st)
+	}
+	r, err := st.Run(ctx, o.Run)
+	if errors.Is(err, job.ErrNotFound) {
+		return failErr("flow status: no run %q", shown(o.Run))
+	}
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	tasks, err := st.RunTasks(ctx, r.ID)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	if o.JSON {
+		out := struct {
+			Run   flowRunJSON    `json:"run"`
+			Tasks []flowTaskJSON `json:"tasks"`
+		}{Run: toFlowRunJSON(r, tasks), Tasks: []flowTaskJSON{}}
+		for _, t := range tasks {
+			evs, err := st.TaskEvents(ctx, r.ID, t.Name)
+			if err != nil {
+				return internalErr("read store: %v", err)
+			}
+			out.Tasks = append(out.Tasks, toFlowTaskJSON(t, evs))
+		}
+		return writeJSON(env, out)
+	}
+	fmt.Fprintf(env.Stdout, "run %s (%s): %s, %s; %d task starts; updated %s\n", shown(r.ID), shown(r.Name), r.Status,
+		taskCounts(tasks), r.Starts, command.HumanTime(r.UpdatedAt))
+	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tSTAGE\tATTEMPTS\tSTARTS\tCANDIDATE\tQUOTA\tWAITING ON")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", shown(t.Name), t.State, orDash(t.Stage), t.Attempts, t.Starts,
+			orDash(t.Candidate), quotaCell(t.Quota), orDash(t.WaitingOn))
+	}
+	return tw.Flush()
+}
+
+// runs lists every run, oldest first, with its tasks counted by state.
+func (o *FlowStatusOptions) runs(ctx context.Context, env *Env, st store.Store) error {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
+	all := make([][]record.Task, len(runs))
+	for i, r := range runs {
+		if all[i], err = st.RunTasks(ctx, r.ID); err != nil {
+			return internalErr("read store: %v", err)
+		}
+	}
+	if o.JSON {
+		out := struct {
+			Runs []flowRunJSON `json:"runs"`
+		}{Runs: []flowRunJSON{}}
+		for i, r := range runs {
+			out.Runs = append(out.Runs, toFlowRunJSON(r, all[i]))
+		}
+		return writeJSON(env, out)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(env.Stdout, "No workflow runs.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tNAME\tSTATUS\tUPDATED\tTASKS")
+	for i, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shown(r.ID), shown(r.Name), r.Status, command.HumanTime(r.UpdatedAt), taskCounts(all[i]))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return shown(s)
+}
+
+// quotaCell is a task's quota record in a table: "claude-code five_hour
+// until 2026-12-02T05:00:00Z", "… reset unknown", or "-".
+func quotaCell(q *record.Quota) string {
+	if q == nil {
+		return "-"
+	}
+	if q.ResetAt.IsZero() {
+		return quotaText(q) + ", reset unknown"
+	}
+	return quotaText(q) + " until " + q.ResetAt.UTC().Format(time.RFC3339)
+}
+
+// flowRunJSON is a run in flow status --json (docs/workflows.md,
+// Commands): RFC 3339 UTC times, null for unknowns.
+type flowRunJSON struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Status    string         `json:"status"`
+	Durable   bool           `json:"durable"`
+	CreatedAt any            `json:"created_at"`
+	UpdatedAt any            `json:"updated_at"`
+	Deadline  any            `json:"deadline"`
+	Starts    int            `json:"starts"`
+	Tasks     map[string]int `json:"tasks"`
+}
+
+func toFlowRunJSON(r record.Run, tasks []record.Task) flowRunJSON {
+	counts := map[string]int{}
+	for _, t := range tasks {
+		counts[string(t.State)]++
+	}
+	return flowRunJSON{ID: r.ID, Name: r.Name, Status: string(r.Status), Durable: r.Durable,
+		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt), Deadline: jsonTime(r.Deadline),
+		Starts: r.Starts, Tasks: counts}
+}
+
+// flowTaskJSON is a task in flow status RUN --json, its history oldest
+// first.
+type flowTaskJSON struct {
+	Name       string          `json:"name"`
+	State      string          `json:"state"`
+	Stage      string          `json:"stage"`
+	Attempts   int             `json:"attempts"`
+	Starts     int             `json:"starts"`
+	Candidate  any             `json:"candidate"`
+	SessionID  any             `json:"session_id"`
+	Workdir    any             `json:"workdir"`
+	Quota      *flowQuotaJSON  `json:"quota"`
+	Limited    map[string]any  `json:"limited"`
+	WaitingOn  any             `json:"waiting_on"`
+	Checkpoint any             `json:"checkpoint"`
+	JobID      any             `json:"job_id"`
+	UpdatedAt  any             `json:"updated_at"`
+	Events     []flowEventJSON `json:"events"`
+}
+
+type flowQuotaJSON struct {
+	Provider string `json:"provider"`
+	Resource any    `json:"resource"`
+	ResetAt  any    `json:"reset_at"`
+	Message  string `json:"message"`
+}
+
+type flowEventJSON struct {
+	Seq       int    `json:"seq"`
+	At        any    `json:"at"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Reason    string `json:"reason"`
+	AttemptID any    `json:"attempt_id"`
+	ExitCode  *int   `json:"exit_code"`
+	Outcome   any    `json:"outcome"`
+	Candidate any    `json:"candidate"`
+}
+
+func toFlowTaskJSON(t record.Task, evs []record.TaskEvent) flowTaskJSON {
+	out := flowTaskJSON{Name: t.Name, State: string(t.State), Stage: t.Stage, Attempts: t.Attempts, Starts: t.Starts,
+		Candidate: nullable(t.Candidate), SessionID: nullable(t.SessionID), Workdir: nullable(t.Workdir),
+		Limited: map[string]any{}, WaitingOn: nullable(t.WaitingOn), JobID: nullable(t.JobID),
+		UpdatedAt: jsonTime(t.UpdatedAt), Events: []flowEventJSON{}}
+	if q := t.Quota; q != nil {
+		out.Quota = &flowQuotaJSON{Provider: q.Provider, Resource: nullable(q.Resource), ResetAt: jsonTime(q.ResetAt), Message: q.Message}
+	}
+	for c, until := range t.Limited {
+		out.Limited[c] = jsonTime(until)
+	}
+	if cp := t.Checkpoint; cp != nil {
+		out.Checkpoint = map[string]any{"stage": cp.Stage, "data": cp.Data, "at": jsonTime(cp.At)}
+	}
+	for _, ev := range evs {
+		out.Events = append(out.Events, flowEventJSON{Seq: ev.Seq, At: jsonTime(ev.At), From: string(ev.From), To: string(ev.To),
+			Reason: ev.Reason, AttemptID: nullable(ev.AttemptID), ExitCode: ev.ExitCode, Outcome: nullable(ev.Outcome),
+			Candidate: nullable(ev.Candidate)})
+	}
+	return out
+}
+
+// FlowCancelOptions are the flags of layover flow cancel.
+type FlowCancelOptions struct {
+	Run   string
+	Store string
+}
+
+func runFlowCancel(ctx context.Context, env *Env, args []string) error {
+	var o FlowCancelOptions
+	fs := newFlagSet("flow cancel", "flow cancel RUN")
+	storeLoc := storeFlag(fs)
+	id, err := fs.parseArg(env, args, "run id")
+	if err != nil {
+		return err
+	}
+	o.Run, o.Store = id, *storeLoc
+	return o.run(ctx, env)
+}
+
+// maxCancelTries bounds the re-reads of a write of cancel that raced
+// another writer of the run (a flow run still going).
+const maxCancelTries = 5
+
+func (o *FlowCancelOptions) run(ctx context.Context, env *Env) error {
+	st, err := openStore(ctx, env, o.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := cancelRun(ctx, st, o.Run, env.Clock.Now())
+	switch {
+	case err == nil:
+		fmt.Fprintf(env.Stdout, "%s: cancelled (%d unfinished tasks cancelled)\n", shown(o.Run), n)
+		return nil
+	case errors.Is(err, job.ErrNotFound):
+		return failErr("flow cancel: no run %q", shown(o.Run))
+	case errors.Is(err, errRefused), errors.Is(err, record.ErrConflict):
+		return failErr("flow cancel: %v", err)
+	}
+	return internalErr("flow cancel: %v", err)
+}
+
+// errRefused is a cancel of a run that has ended.
+var errRefused = errors.New("refused")
+
+// cancelRun marks run id cancelled, then each of its tasks that has not
+// ended (Terminal) cancelled with an event saying so, and returns how many
+// tasks it cancelled. A run complete or cancelled already is refused. A
+// write that lost to another writer reads the record again and retries.
+func cancelRun(ctx context.Context, st store.Store, id string, now time.Time) (int, error) {
+	for try := 1; ; try++ {
+		r, err := st.Run(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		switch r.Status {
+		case record.RunComplete, record.RunCancelled:
+			return 0, fmt.Errorf("%w: run %s is %s already", errRefused, shown(id), r.Status)
+		}
+		r.Status = record.RunCancelled
+		_, err = st.UpdateRun(ctx, r, now)
+		if errors.Is(err, record.ErrConflict) && try < maxCancelTries {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
+	}
+	n := 0
+	for try := 1; ; try++ {
+		tasks, err := st.RunTasks(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		raced := false
+		for _, t := range tasks {
+			if t.State.Terminal() {
+				continue
+			}
+			from := t.State
+			t.State, t.WaitingOn = record.TaskCancelled, ""
+			ev := &record.TaskEvent{RunID: id, Task: t.Name, At: now, From: from, To: record.TaskCancelled, Reason: "flow cancel"}
+			_, err := st.UpdateTask(ctx, t, ev, now)
+			if errors.Is(err, record.ErrConflict) && try < maxCancelTries {
+				raced = true
+				continue
+			}
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		if !raced {
+			return n, nil
+		}
+	}
+}
+
+// taskCounts is "3 complete, 1 paused": the tasks by state, in the order
+// of record's states.
+func taskCounts(tasks []record.Task) string {
+	n := map[record.TaskState]int{}
+	for _, t := range tasks {
+		n[t.State]++
+	}
+	var parts []string
+	for _, s := range taskStates {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	if len(parts) == 0 {
+		return "no tasks"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// taskStates are the task states in the order they are listed.
+var taskStates = []record.TaskState{record.TaskComplete, record.TaskRunning, record.TaskWaiting, record.TaskPaused,
+	record.TaskAuthWait, record.TaskPending, record.TaskBlocked, record.TaskFailed, record.TaskSkipped, record.TaskCancelled}
+
+// quotaText names a quota record's provider and resource, "" for none.
+func quotaText(q *record.Quota) string {
+	if q == nil {
+		return ""
+	}
+	return shown(strings.TrimSpace(q.Provider + " " + q.Resource))
+}
