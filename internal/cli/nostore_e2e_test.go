@@ -20,6 +20,7 @@ func TestReadingCommandsCreateNoStore(t *testing.T) {
 	reads := map[string][]string{
 		"status": {"status"}, "status --json": {"status", "--json"}, "activity": {"activity"},
 		"jobs": {"jobs"}, "jobs --json": {"jobs", "--json"}, "show": {"show", "some-job"},
+		"flow status": {"flow", "status"}, "flow status --json": {"flow", "status", "--json"},
 	}
 	t.Run("named", func(t *testing.T) {
 		t.Parallel()
@@ -45,7 +46,7 @@ func TestReadingCommandsCreateNoStore(t *testing.T) {
 		b := setup(t, fake.GitHubConfig{})
 		delete(b.env, "LAYOVER_STORE")
 		want := map[string]string{"status": "No quota observed yet.\n", "activity": "", "jobs": "No jobs.\n",
-			"jobs --json": "[]\n"}
+			"jobs --json": "[]\n", "flow status": "No workflow runs.\n", "flow status --json": "{\n  \"runs\": []\n}\n"}
 		for name, args := range reads {
 			r := b.layover(args...)
 			switch {

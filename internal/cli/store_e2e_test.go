@@ -38,6 +38,8 @@ func storeCommands(marker string) map[string][]string {
 		"adopt":       {"adopt", "some-job"},
 		"checkpoint":  {"checkpoint", "--stage", "s1"},
 		"serve":       {"serve"},
+		"flow status": {"flow", "status"},
+		"flow cancel": {"flow", "cancel", "some-run"},
 	}
 }
 
