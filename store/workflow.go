@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/workflow/record"
 )
 
@@ -190,4 +191,142 @@ func DecodeLimited(b []byte) (map[string]time.Time, error) {
 		l[c] = FromMS(ms)
 	}
 	return l, nil
+}
+
+// The columns of the workflow tables as both stores read and write them,
+// in the order of the values RunValues, TaskValues and EventValues give and
+// ScanRun, ScanTask and ScanEvent read. The two drivers take and give the
+// same Go types for them: strings, integers, a bool, []byte for bytes and
+// JSON, and pointers for the nullable columns.
+const (
+	RunColumns = `id, name, definition, status, durable, created_at_ms, updated_at_ms, deadline_ms, starts, version`
+
+	TaskColumns = `run_id, name, state, stage, attempts, starts, candidate, session_id, workdir, quota, limited,
+	waiting_on, checkpoint_stage, checkpoint_data, checkpoint_at_ms, job_id, updated_at_ms, version`
+
+	EventColumns = `run_id, task, seq, at_ms, from_state, to_state, reason, attempt_id, exit_code, outcome, candidate`
+)
+
+// Scanner is a row of a query, as database/sql and pgx give one.
+type Scanner interface{ Scan(dest ...any) error }
+
+// RunValues are the values of RunColumns for r.
+func RunValues(r record.Run) []any {
+	return []any{r.ID, r.Name, []byte(r.Definition), string(r.Status), r.Durable, MS(r.CreatedAt),
+		MS(r.UpdatedAt), MS(r.Deadline), int64(r.Starts), r.Version}
+}
+
+// ScanRun reads a row of RunColumns.
+func ScanRun(row Scanner) (record.Run, error) {
+	var r record.Run
+	var status string
+	var def []byte
+	var created, updated, deadline, starts int64
+	if err := row.Scan(&r.ID, &r.Name, &def, &status, &r.Durable, &created, &updated, &deadline, &starts,
+		&r.Version); err != nil {
+		return record.Run{}, err
+	}
+	r.Definition, r.Status, r.Starts = json.RawMessage(def), record.RunStatus(status), int(starts)
+	r.CreatedAt, r.UpdatedAt, r.Deadline = FromMS(created), FromMS(updated), FromMS(deadline)
+	return r, nil
+}
+
+// TaskValues are the values of TaskColumns for t: the quota as JSON text
+// (nil for none), the limited candidates as JSON text, the checkpoint's
+// three columns nil for none.
+func TaskValues(t record.Task) []any {
+	var quota *string
+	if q := EncodeQuota(t.Quota); q != nil {
+		s := string(q)
+		quota = &s
+	}
+	cpStage, cpData, cpAt := CheckpointValues(t.Checkpoint)
+	return []any{t.RunID, t.Name, string(t.State), t.Stage, int64(t.Attempts), int64(t.Starts), t.Candidate,
+		t.SessionID, t.Workdir, quota, string(EncodeLimited(t.Limited)), t.WaitingOn, cpStage, cpData, cpAt,
+		t.JobID, MS(t.UpdatedAt), t.Version}
+}
+
+// ScanTask reads a row of TaskColumns. A quota or limited column that is
+// not the JSON the stores write is an error naming the task.
+func ScanTask(row Scanner) (record.Task, error) {
+	var t record.Task
+	var state string
+	var quota, limited, cpData []byte
+	var cpStage *string
+	var cpAt *int64
+	var attempts, starts, updated int64
+	if err := row.Scan(&t.RunID, &t.Name, &state, &t.Stage, &attempts, &starts, &t.Candidate, &t.SessionID,
+		&t.Workdir, &quota, &limited, &t.WaitingOn, &cpStage, &cpData, &cpAt, &t.JobID, &updated,
+		&t.Version); err != nil {
+		return record.Task{}, err
+	}
+	t.State, t.Attempts, t.Starts, t.UpdatedAt = record.TaskState(state), int(attempts), int(starts), FromMS(updated)
+	var err error
+	if t.Quota, err = DecodeQuota(quota); err != nil {
+		return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
+	}
+	if t.Limited, err = DecodeLimited(limited); err != nil {
+		return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
+	}
+	t.Checkpoint = ReadCheckpoint(cpStage, cpData, cpAt)
+	return t, nil
+}
+
+// CheckpointValues are the values of the checkpoint_stage, checkpoint_data
+// and checkpoint_at_ms columns of a job or task for cp: nil (NULL) for
+// none.
+func CheckpointValues(cp *job.Checkpoint) (stage *string, data []byte, at *int64) {
+	if cp == nil {
+		return nil, nil, nil
+	}
+	ms := MS(cp.At)
+	if cp.Data != nil {
+		data = []byte(cp.Data)
+	}
+	return &cp.Stage, data, &ms
+}
+
+// ReadCheckpoint is the checkpoint those columns hold; nil when the stage
+// is NULL.
+func ReadCheckpoint(stage *string, data []byte, at *int64) *job.Checkpoint {
+	if stage == nil {
+		return nil
+	}
+	cp := &job.Checkpoint{Stage: *stage}
+	if at != nil {
+		cp.At = FromMS(*at)
+	}
+	if data != nil {
+		cp.Data = json.RawMessage(data)
+	}
+	return cp
+}
+
+// EventValues are the values of EventColumns for e.
+func EventValues(e record.TaskEvent) []any {
+	var exit *int64
+	if e.ExitCode != nil {
+		c := int64(*e.ExitCode)
+		exit = &c
+	}
+	return []any{e.RunID, e.Task, int64(e.Seq), MS(e.At), string(e.From), string(e.To), e.Reason, e.AttemptID,
+		exit, e.Outcome, e.Candidate}
+}
+
+// ScanEvent reads a row of EventColumns.
+func ScanEvent(row Scanner) (record.TaskEvent, error) {
+	var e record.TaskEvent
+	var from, to string
+	var seq, at int64
+	var exit *int64
+	if err := row.Scan(&e.RunID, &e.Task, &seq, &at, &from, &to, &e.Reason, &e.AttemptID, &exit, &e.Outcome,
+		&e.Candidate); err != nil {
+		return record.TaskEvent{}, err
+	}
+	e.Seq, e.At, e.From, e.To = int(seq), FromMS(at), record.TaskState(from), record.TaskState(to)
+	if exit != nil {
+		c := int(*exit)
+		e.ExitCode = &c
+	}
+	return e, nil
 }

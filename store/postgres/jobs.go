@@ -674,7 +674,7 @@ func notFound(err error) error {
 
 // jobArgs are the values of jobColumns for j, whose spec is given as JSON.
 func jobArgs(j job.Job, spec []byte) []any {
-	cpStage, cpData, cpAt := checkpointArgs(j.Checkpoint)
+	cpStage, cpData, cpAt := store.CheckpointValues(j.Checkpoint)
 	return []any{j.ID, json.RawMessage(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
 		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries,
@@ -702,37 +702,8 @@ func scanJob(row pgx.Row, extra ...any) (job.Job, error) {
 	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
 	j.CreatedAt, j.UpdatedAt, j.RunAt = store.FromMS(created), store.FromMS(updated), store.FromMS(runAt)
 	j.ResumeBy, j.LeaseUntil, j.ProgressBy = store.FromMS(resumeBy), store.FromMS(leaseUntil), store.FromMS(progressBy)
-	j.Checkpoint = readCheckpoint(cpStage, cpData, cpAt)
+	j.Checkpoint = store.ReadCheckpoint(cpStage, cpData, cpAt)
 	return j, nil
-}
-
-// checkpointArgs are the values of the checkpoint_stage, checkpoint_data
-// and checkpoint_at_ms columns for cp: NULL (nil) for none.
-func checkpointArgs(cp *job.Checkpoint) (stage *string, data []byte, at *int64) {
-	if cp == nil {
-		return nil, nil, nil
-	}
-	ms := store.MS(cp.At)
-	if cp.Data != nil {
-		data = []byte(cp.Data)
-	}
-	return &cp.Stage, data, &ms
-}
-
-// readCheckpoint is the checkpoint those columns hold; nil when the stage
-// is NULL.
-func readCheckpoint(stage *string, data []byte, at *int64) *job.Checkpoint {
-	if stage == nil {
-		return nil
-	}
-	cp := &job.Checkpoint{Stage: *stage}
-	if at != nil {
-		cp.At = store.FromMS(*at)
-	}
-	if data != nil {
-		cp.Data = json.RawMessage(data)
-	}
-	return cp
 }
 
 func collectJobs(rows pgx.Rows, err error) ([]job.Job, error) {

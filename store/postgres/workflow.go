@@ -3,9 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,42 +22,28 @@ import (
 // UPDATE, under that lock.
 
 const (
-	runColumns = `id, name, definition, status, durable, created_at_ms, updated_at_ms, deadline_ms, starts, version`
-
-	taskColumns = `run_id, name, state, stage, attempts, starts, candidate, session_id, workdir, quota, limited,
-	waiting_on, checkpoint_stage, checkpoint_data, checkpoint_at_ms, job_id, updated_at_ms, version`
-
-	eventColumns = `run_id, task, seq, at_ms, from_state, to_state, reason, attempt_id, exit_code, outcome, candidate`
-
-	selectRun = `SELECT ` + runColumns + ` FROM workflow_run WHERE id = $1`
-	listRuns  = `SELECT ` + runColumns + ` FROM workflow_run ORDER BY created_at_ms, id`
+	selectRun = `SELECT ` + store.RunColumns + ` FROM workflow_run WHERE id = $1`
+	listRuns  = `SELECT ` + store.RunColumns + ` FROM workflow_run ORDER BY created_at_ms, id`
 	countRuns = `SELECT status, count(*) FROM workflow_run GROUP BY status`
 	// insertRun inserts a new run, or nothing when its id is taken.
-	insertRun = `INSERT INTO workflow_run (` + runColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	insertRun = `INSERT INTO workflow_run (` + store.RunColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 	ON CONFLICT (id) DO NOTHING`
 	updateRun = `UPDATE workflow_run SET status = $1, durable = $2, deadline_ms = $3, starts = $4, updated_at_ms = $5,
-	version = version + 1 WHERE id = $6 AND version = $7 RETURNING ` + runColumns
+	version = version + 1 WHERE id = $6 AND version = $7 RETURNING ` + store.RunColumns
 	selectRunExists = `SELECT EXISTS (SELECT 1 FROM workflow_run WHERE id = $1)`
 
-	// insertTasks inserts a run's tasks from one array per column, each
-	// at its place in the arrays.
-	insertTasks = `INSERT INTO workflow_task (` + taskColumns + `, position, event_seq)
-	SELECT t.run_id, t.name, t.state, t.stage, t.attempts, t.starts, t.candidate, t.session_id, t.workdir,
-		t.quota::jsonb, t.limited::jsonb, t.waiting_on, t.checkpoint_stage, t.checkpoint_data, t.checkpoint_at_ms,
-		t.job_id, t.updated_at_ms, t.version, t.ord - 1, 0
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[],
-		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[], $15::bigint[], $16::text[],
-		$17::bigint[], $18::bigint[]) WITH ORDINALITY AS t (` + taskColumns + `, ord)`
-	selectTasks = `SELECT ` + taskColumns + ` FROM workflow_task WHERE run_id = $1 ORDER BY position`
+	insertTask = `INSERT INTO workflow_task (` + store.TaskColumns + `, position, event_seq)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 0)`
+	selectTasks = `SELECT ` + store.TaskColumns + ` FROM workflow_task WHERE run_id = $1 ORDER BY position`
 	updateTask  = `UPDATE workflow_task SET state = $1, stage = $2, attempts = $3, starts = $4, candidate = $5,
 	session_id = $6, workdir = $7, quota = $8, limited = $9, waiting_on = $10, checkpoint_stage = $11,
 	checkpoint_data = $12, checkpoint_at_ms = $13, job_id = $14, updated_at_ms = $15, version = version + 1,
 	event_seq = event_seq + $16 WHERE run_id = $17 AND name = $18 AND version = $19 RETURNING version, event_seq`
 	selectTaskExists = `SELECT EXISTS (SELECT 1 FROM workflow_task WHERE run_id = $1 AND name = $2)`
 
-	insertEvent = `INSERT INTO workflow_task_event (` + eventColumns + `)
+	insertEvent = `INSERT INTO workflow_task_event (` + store.EventColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-	selectEvents = `SELECT ` + eventColumns + ` FROM workflow_task_event WHERE run_id = $1 AND task = $2 ORDER BY seq`
+	selectEvents = `SELECT ` + store.EventColumns + ` FROM workflow_task_event WHERE run_id = $1 AND task = $2 ORDER BY seq`
 )
 
 // CreateRun implements store.Store.
@@ -71,12 +55,12 @@ func (s *Store) CreateRun(ctx context.Context, r record.Run, tasks []record.Task
 	var out record.Run
 	var created bool
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, insertRun, runArgs(r)...)
+		tag, err := tx.Exec(ctx, insertRun, store.RunValues(r)...)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			old, err := scanRun(tx.QueryRow(ctx, selectRun, r.ID))
+			old, err := store.ScanRun(tx.QueryRow(ctx, selectRun, r.ID))
 			switch {
 			case err != nil:
 				return err
@@ -86,10 +70,13 @@ func (s *Store) CreateRun(ctx context.Context, r record.Run, tasks []record.Task
 			out, created = old, false
 			return nil
 		}
-		if len(tasks) > 0 {
-			if _, err := tx.Exec(ctx, insertTasks, taskColumnArrays(tasks)...); err != nil {
-				return err
-			}
+		// The tasks go in one round trip.
+		var b pgx.Batch
+		for i, t := range tasks {
+			b.Queue(insertTask, append(store.TaskValues(t), i)...)
+		}
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return err
 		}
 		out, created = r, true
 		return nil
@@ -102,19 +89,19 @@ func (s *Store) CreateRun(ctx context.Context, r record.Run, tasks []record.Task
 
 // Run implements store.Store.
 func (s *Store) Run(ctx context.Context, id string) (record.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, selectRun, id))
+	r, err := store.ScanRun(s.pool.QueryRow(ctx, selectRun, id))
 	return r, wrapErr("run "+id, notFound(err))
 }
 
 // Runs implements store.Store.
 func (s *Store) Runs(ctx context.Context) ([]record.Run, error) {
-	out, err := collect(ctx, s, scanRun, listRuns)
+	out, err := collect(ctx, s, store.ScanRun, listRuns)
 	return out, wrapErr("list runs", err)
 }
 
 // RunTasks implements store.Store.
 func (s *Store) RunTasks(ctx context.Context, runID string) ([]record.Task, error) {
-	out, err := collect(ctx, s, scanTask, selectTasks, runID)
+	out, err := collect(ctx, s, store.ScanTask, selectTasks, runID)
 	if err == nil && len(out) == 0 {
 		// A run may have no tasks; one that does not exist is not found.
 		err = existsIn(ctx, s.pool, selectRunExists, runID)
@@ -124,7 +111,7 @@ func (s *Store) RunTasks(ctx context.Context, runID string) ([]record.Task, erro
 
 // TaskEvents implements store.Store.
 func (s *Store) TaskEvents(ctx context.Context, runID, task string) ([]record.TaskEvent, error) {
-	out, err := collect(ctx, s, scanEvent, selectEvents, runID, task)
+	out, err := collect(ctx, s, store.ScanEvent, selectEvents, runID, task)
 	if err == nil && len(out) == 0 {
 		err = existsIn(ctx, s.pool, selectTaskExists, runID, task)
 	}
@@ -174,7 +161,7 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 	var out record.Run
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanRun(tx.QueryRow(ctx, updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
+		out, err = store.ScanRun(tx.QueryRow(ctx, updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
 			store.MS(r.UpdatedAt), r.ID, r.Version))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return cmp.Or(existsIn(ctx, tx, selectRunExists, r.ID), record.ErrConflict)
@@ -199,7 +186,7 @@ func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEv
 	}
 	// updateTask sets every column of taskArgs but run_id and name (and
 	// version, which it grows), then takes the task and its version.
-	a := taskArgs(t)
+	a := store.TaskValues(t)
 	args := append(a[2:len(a)-1:len(a)-1], events, t.RunID, t.Name, t.Version)
 	var version int64
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
@@ -213,7 +200,7 @@ func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEv
 		}
 		e := *ev
 		e.Seq = seq
-		_, err = tx.Exec(ctx, insertEvent, eventArgs(e)...)
+		_, err = tx.Exec(ctx, insertEvent, store.EventValues(e)...)
 		return err
 	})
 	if err != nil {
@@ -224,113 +211,10 @@ func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEv
 }
 
 // collect runs a query and reads every row of it with scan.
-func collect[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), query string, args ...any) ([]T, error) {
+func collect[T any](ctx context.Context, s *Store, scan func(store.Scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
-}
-
-// runArgs are the values of runColumns for r.
-func runArgs(r record.Run) []any {
-	return []any{r.ID, r.Name, []byte(r.Definition), string(r.Status), r.Durable, store.MS(r.CreatedAt),
-		store.MS(r.UpdatedAt), store.MS(r.Deadline), r.Starts, r.Version}
-}
-
-func scanRun(row pgx.Row) (record.Run, error) {
-	var r record.Run
-	var status string
-	var def []byte
-	var created, updated, deadline int64
-	if err := row.Scan(&r.ID, &r.Name, &def, &status, &r.Durable, &created, &updated, &deadline, &r.Starts,
-		&r.Version); err != nil {
-		return record.Run{}, err
-	}
-	r.Definition, r.Status = json.RawMessage(def), record.RunStatus(status)
-	r.CreatedAt, r.UpdatedAt, r.Deadline = store.FromMS(created), store.FromMS(updated), store.FromMS(deadline)
-	return r, nil
-}
-
-// taskArgs are the values of taskColumns for t.
-func taskArgs(t record.Task) []any {
-	cpStage, cpData, cpAt := checkpointArgs(t.Checkpoint)
-	var quota *string
-	if q := store.EncodeQuota(t.Quota); q != nil {
-		s := string(q)
-		quota = &s
-	}
-	return []any{t.RunID, t.Name, string(t.State), t.Stage, t.Attempts, t.Starts, t.Candidate, t.SessionID,
-		t.Workdir, quota, string(store.EncodeLimited(t.Limited)), t.WaitingOn, cpStage, cpData, cpAt, t.JobID,
-		store.MS(t.UpdatedAt), t.Version}
-}
-
-// taskColumnArrays are the values of taskColumns for tasks, one array per
-// column, for insertTasks.
-func taskColumnArrays(tasks []record.Task) []any {
-	n := len(tasks)
-	runID, name, state, stage := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	attempts, starts := make([]int64, n), make([]int64, n)
-	candidate, session, workdir := make([]string, n), make([]string, n), make([]string, n)
-	quota, limited, waiting := make([]*string, n), make([]string, n), make([]string, n)
-	cpStage, cpData, cpAt := make([]*string, n), make([][]byte, n), make([]*int64, n)
-	jobID, updated, version := make([]string, n), make([]int64, n), make([]int64, n)
-	for i, t := range tasks {
-		runID[i], name[i], state[i], stage[i] = t.RunID, t.Name, string(t.State), t.Stage
-		attempts[i], starts[i] = int64(t.Attempts), int64(t.Starts)
-		candidate[i], session[i], workdir[i] = t.Candidate, t.SessionID, t.Workdir
-		if q := store.EncodeQuota(t.Quota); q != nil {
-			s := string(q)
-			quota[i] = &s
-		}
-		limited[i], waiting[i] = string(store.EncodeLimited(t.Limited)), t.WaitingOn
-		cpStage[i], cpData[i], cpAt[i] = checkpointArgs(t.Checkpoint)
-		jobID[i], updated[i], version[i] = t.JobID, store.MS(t.UpdatedAt), t.Version
-	}
-	return []any{runID, name, state, stage, attempts, starts, candidate, session, workdir, quota, limited, waiting,
-		cpStage, cpData, cpAt, jobID, updated, version}
-}
-
-func scanTask(row pgx.Row) (record.Task, error) {
-	var t record.Task
-	var state string
-	var quota, limited []byte
-	var cpStage *string
-	var cpData []byte
-	var cpAt *int64
-	var updated int64
-	if err := row.Scan(&t.RunID, &t.Name, &state, &t.Stage, &t.Attempts, &t.Starts, &t.Candidate, &t.SessionID,
-		&t.Workdir, &quota, &limited, &t.WaitingOn, &cpStage, &cpData, &cpAt, &t.JobID, &updated,
-		&t.Version); err != nil {
-		return record.Task{}, err
-	}
-	t.State, t.UpdatedAt = record.TaskState(state), store.FromMS(updated)
-	var err error
-	if t.Quota, err = store.DecodeQuota(quota); err != nil {
-		return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
-	}
-	if t.Limited, err = store.DecodeLimited(limited); err != nil {
-		return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
-	}
-	t.Checkpoint = readCheckpoint(cpStage, cpData, cpAt)
-	return t, nil
-}
-
-// eventArgs are the values of eventColumns for e.
-func eventArgs(e record.TaskEvent) []any {
-	return []any{e.RunID, e.Task, e.Seq, store.MS(e.At), string(e.From), string(e.To), e.Reason, e.AttemptID,
-		int64OrNil(e.ExitCode), e.Outcome, e.Candidate}
-}
-
-func scanEvent(row pgx.Row) (record.TaskEvent, error) {
-	var e record.TaskEvent
-	var from, to string
-	var at int64
-	var exit *int64
-	if err := row.Scan(&e.RunID, &e.Task, &e.Seq, &at, &from, &to, &e.Reason, &e.AttemptID, &exit, &e.Outcome,
-		&e.Candidate); err != nil {
-		return record.TaskEvent{}, err
-	}
-	e.At, e.From, e.To, e.ExitCode = store.FromMS(at), record.TaskState(from), record.TaskState(to), intOrNil(exit)
-	return e, nil
 }

@@ -738,7 +738,7 @@ func notFound(err error) error {
 
 // jobArgs are the values of jobColumns for j, whose spec is given as JSON.
 func jobArgs(j job.Job, spec []byte) []any {
-	cpStage, cpData, cpAt := checkpointArgs(j.Checkpoint)
+	cpStage, cpData, cpAt := store.CheckpointValues(j.Checkpoint)
 	return []any{j.ID, string(spec), string(j.State), j.Stage, string(j.Ownership), store.MS(j.CreatedAt),
 		store.MS(j.UpdatedAt), store.MS(j.RunAt), store.MS(j.ResumeBy), j.Fence, j.LeaseOwner, store.MS(j.LeaseUntil),
 		store.MS(j.ProgressBy), j.Attempts, j.Probes, j.Approved, j.SessionID, cpStage, cpData, cpAt, j.Runs, j.Secondaries,
@@ -749,9 +749,9 @@ func scanJob(row rowScanner) (job.Job, error) {
 	var j job.Job
 	var spec, state, ownership string
 	var created, updated, runAt, resumeBy, leaseUntil, progressBy int64
-	var cpStage sql.NullString
+	var cpStage *string
 	var cpData []byte
-	var cpAt sql.NullInt64
+	var cpAt *int64
 	if err := row.Scan(&j.ID, &spec, &state, &j.Stage, &ownership, &created, &updated, &runAt,
 		&resumeBy, &j.Fence, &j.LeaseOwner, &leaseUntil, &progressBy, &j.Attempts, &j.Probes,
 		&j.Approved, &j.SessionID, &cpStage, &cpData, &cpAt, &j.Runs, &j.Secondaries, &j.Cleanup); err != nil {
@@ -763,33 +763,8 @@ func scanJob(row rowScanner) (job.Job, error) {
 	j.State, j.Ownership = job.State(state), job.Ownership(ownership)
 	j.CreatedAt, j.UpdatedAt, j.RunAt = store.FromMS(created), store.FromMS(updated), store.FromMS(runAt)
 	j.ResumeBy, j.LeaseUntil, j.ProgressBy = store.FromMS(resumeBy), store.FromMS(leaseUntil), store.FromMS(progressBy)
-	j.Checkpoint = readCheckpoint(cpStage, cpData, cpAt)
+	j.Checkpoint = store.ReadCheckpoint(cpStage, cpData, cpAt)
 	return j, nil
-}
-
-// checkpointArgs are the values of the checkpoint_stage, checkpoint_data
-// and checkpoint_at_ms columns for cp: NULL for none.
-func checkpointArgs(cp *job.Checkpoint) (stage, data, at any) {
-	if cp == nil {
-		return nil, nil, nil
-	}
-	if cp.Data != nil {
-		data = []byte(cp.Data)
-	}
-	return cp.Stage, data, store.MS(cp.At)
-}
-
-// readCheckpoint is the checkpoint those columns hold; nil when the stage
-// is NULL.
-func readCheckpoint(stage sql.NullString, data []byte, at sql.NullInt64) *job.Checkpoint {
-	if !stage.Valid {
-		return nil
-	}
-	cp := &job.Checkpoint{Stage: stage.String, At: store.FromMS(at.Int64)}
-	if data != nil {
-		cp.Data = json.RawMessage(data)
-	}
-	return cp
 }
 
 func collectJobs(rows *sql.Rows, err error) ([]job.Job, error) {

@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/layoverhq/layover/store"
@@ -18,26 +16,19 @@ import (
 // the same write bumps.
 
 const (
-	runColumns = `id, name, definition, status, durable, created_at_ms, updated_at_ms, deadline_ms, starts, version`
-
-	taskColumns = `run_id, name, state, stage, attempts, starts, candidate, session_id, workdir, quota, limited,
-	waiting_on, checkpoint_stage, checkpoint_data, checkpoint_at_ms, job_id, updated_at_ms, version`
-
-	eventColumns = `run_id, task, seq, at_ms, from_state, to_state, reason, attempt_id, exit_code, outcome, candidate`
-
-	selectRun = `SELECT ` + runColumns + ` FROM workflow_run WHERE id = ?`
-	listRuns  = `SELECT ` + runColumns + ` FROM workflow_run ORDER BY created_at_ms, id`
+	selectRun = `SELECT ` + store.RunColumns + ` FROM workflow_run WHERE id = ?`
+	listRuns  = `SELECT ` + store.RunColumns + ` FROM workflow_run ORDER BY created_at_ms, id`
 	countRuns = `SELECT status, count(*) FROM workflow_run GROUP BY status`
 	// insertRun inserts a new run, or nothing when its id is taken.
-	insertRun = `INSERT INTO workflow_run (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	insertRun = `INSERT INTO workflow_run (` + store.RunColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO NOTHING`
 	updateRun = `UPDATE workflow_run SET status = ?, durable = ?, deadline_ms = ?, starts = ?, updated_at_ms = ?,
-	version = version + 1 WHERE id = ? AND version = ? RETURNING ` + runColumns
+	version = version + 1 WHERE id = ? AND version = ? RETURNING ` + store.RunColumns
 
-	insertTask = `INSERT INTO workflow_task (` + taskColumns + `, position, event_seq)
+	insertTask = `INSERT INTO workflow_task (` + store.TaskColumns + `, position, event_seq)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`
-	selectTasks = `SELECT ` + taskColumns + ` FROM workflow_task WHERE run_id = ? ORDER BY position`
-	// updateTask takes the columns of taskColumns from state to
+	selectTasks = `SELECT ` + store.TaskColumns + ` FROM workflow_task WHERE run_id = ? ORDER BY position`
+	// updateTask takes the columns of store.TaskColumns from state to
 	// updated_at_ms, then the event count to add (0 or 1), the task and its
 	// stored version.
 	updateTask = `UPDATE workflow_task SET state = ?, stage = ?, attempts = ?, starts = ?, candidate = ?,
@@ -46,8 +37,8 @@ const (
 	event_seq = event_seq + ? WHERE run_id = ? AND name = ? AND version = ? RETURNING version, event_seq`
 	selectTaskVersion = `SELECT version FROM workflow_task WHERE run_id = ? AND name = ?`
 
-	insertEvent  = `INSERT INTO workflow_task_event (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	selectEvents = `SELECT ` + eventColumns + ` FROM workflow_task_event WHERE run_id = ? AND task = ? ORDER BY seq`
+	insertEvent  = `INSERT INTO workflow_task_event (` + store.EventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	selectEvents = `SELECT ` + store.EventColumns + ` FROM workflow_task_event WHERE run_id = ? AND task = ? ORDER BY seq`
 )
 
 // CreateRun implements store.Store.
@@ -58,14 +49,14 @@ func (s *Store) CreateRun(ctx context.Context, r record.Run, tasks []record.Task
 	}
 	out, created := r, true
 	err = s.write(ctx, func(b *batch) error {
-		res, err := b.Exec(insertRun, runArgs(r)...)
+		res, err := b.Exec(insertRun, store.RunValues(r)...)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			old, err := scanRun(b.QueryRow(selectRun, r.ID))
+			old, err := store.ScanRun(b.QueryRow(selectRun, r.ID))
 			switch {
 			case err != nil:
 				return err
@@ -76,7 +67,7 @@ func (s *Store) CreateRun(ctx context.Context, r record.Run, tasks []record.Task
 			return nil
 		}
 		for i, t := range tasks {
-			if _, err := b.Exec(insertTask, append(taskArgs(t), i)...); err != nil {
+			if _, err := b.Exec(insertTask, append(store.TaskValues(t), i)...); err != nil {
 				return err
 			}
 		}
@@ -95,21 +86,21 @@ func (s *Store) Run(ctx context.Context, id string) (record.Run, error) {
 	if err != nil {
 		return record.Run{}, wrapErr("run "+id, err)
 	}
-	r, err := scanRun(st.QueryRowContext(ctx, id))
+	r, err := store.ScanRun(st.QueryRowContext(ctx, id))
 	return r, wrapErr("run "+id, notFound(err))
 }
 
 // Runs implements store.Store.
 func (s *Store) Runs(ctx context.Context) ([]record.Run, error) {
 	rows, err := s.query(ctx, listRuns)
-	out, err := collect(rows, err, scanRun)
+	out, err := collect(rows, err, store.ScanRun)
 	return out, wrapErr("list runs", err)
 }
 
 // RunTasks implements store.Store.
 func (s *Store) RunTasks(ctx context.Context, runID string) ([]record.Task, error) {
 	rows, err := s.query(ctx, selectTasks, runID)
-	out, err := collect(rows, err, scanTask)
+	out, err := collect(rows, err, store.ScanTask)
 	if err == nil && len(out) == 0 {
 		// A run may have no tasks; one that does not exist is not found.
 		_, err = s.Run(ctx, runID)
@@ -120,7 +111,7 @@ func (s *Store) RunTasks(ctx context.Context, runID string) ([]record.Task, erro
 // TaskEvents implements store.Store.
 func (s *Store) TaskEvents(ctx context.Context, runID, task string) ([]record.TaskEvent, error) {
 	rows, err := s.query(ctx, selectEvents, runID, task)
-	out, err := collect(rows, err, scanEvent)
+	out, err := collect(rows, err, store.ScanEvent)
 	if err == nil && len(out) == 0 {
 		var v int64
 		err = notFound(s.db.QueryRowContext(ctx, selectTaskVersion, runID, task).Scan(&v))
@@ -135,7 +126,7 @@ func (s *Store) CountRuns(ctx context.Context) (map[record.RunStatus]int, error)
 		status string
 		n      int
 	}
-	counts, err := collect(rows, err, func(r rowScanner) (c count, err error) { return c, r.Scan(&c.status, &c.n) })
+	counts, err := collect(rows, err, func(r store.Scanner) (c count, err error) { return c, r.Scan(&c.status, &c.n) })
 	if err != nil {
 		return nil, wrapErr("count runs", err)
 	}
@@ -155,10 +146,10 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 	var out record.Run
 	err = s.write(ctx, func(b *batch) error {
 		var err error
-		out, err = scanRun(b.QueryRow(updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
+		out, err = store.ScanRun(b.QueryRow(updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
 			store.MS(r.UpdatedAt), r.ID, r.Version))
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := scanRun(b.QueryRow(selectRun, r.ID)); err != nil {
+			if _, err := store.ScanRun(b.QueryRow(selectRun, r.ID)); err != nil {
 				return notFound(err)
 			}
 			return record.ErrConflict
@@ -183,7 +174,7 @@ func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEv
 	}
 	// updateTask sets every column of taskArgs but run_id and name (and
 	// version, which it grows), then takes the task and its version.
-	a := taskArgs(t)
+	a := store.TaskValues(t)
 	args := append(a[2:len(a)-1:len(a)-1], events, t.RunID, t.Name, t.Version)
 	err = s.write(ctx, func(b *batch) error {
 		var seq int
@@ -200,7 +191,7 @@ func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEv
 		}
 		e := *ev
 		e.Seq = seq
-		_, err = b.Exec(insertEvent, eventArgs(e)...)
+		_, err = b.Exec(insertEvent, store.EventValues(e)...)
 		return err
 	})
 	if err != nil {
@@ -219,7 +210,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 }
 
 // collect scans every row of rows with scan.
-func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
+func collect[T any](rows *sql.Rows, err error, scan func(store.Scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -233,81 +224,4 @@ func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error))
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-// runArgs are the values of runColumns for r.
-func runArgs(r record.Run) []any {
-	return []any{r.ID, r.Name, []byte(r.Definition), string(r.Status), r.Durable, store.MS(r.CreatedAt),
-		store.MS(r.UpdatedAt), store.MS(r.Deadline), r.Starts, r.Version}
-}
-
-func scanRun(row rowScanner) (record.Run, error) {
-	var r record.Run
-	var status string
-	var def []byte
-	var created, updated, deadline int64
-	if err := row.Scan(&r.ID, &r.Name, &def, &status, &r.Durable, &created, &updated, &deadline, &r.Starts,
-		&r.Version); err != nil {
-		return record.Run{}, err
-	}
-	r.Definition, r.Status = json.RawMessage(def), record.RunStatus(status)
-	r.CreatedAt, r.UpdatedAt, r.Deadline = store.FromMS(created), store.FromMS(updated), store.FromMS(deadline)
-	return r, nil
-}
-
-// taskArgs are the values of taskColumns for t.
-func taskArgs(t record.Task) []any {
-	cpStage, cpData, cpAt := checkpointArgs(t.Checkpoint)
-	var quota any
-	if q := store.EncodeQuota(t.Quota); q != nil {
-		quota = string(q)
-	}
-	return []any{t.RunID, t.Name, string(t.State), t.Stage, t.Attempts, t.Starts, t.Candidate, t.SessionID,
-		t.Workdir, quota, string(store.EncodeLimited(t.Limited)), t.WaitingOn, cpStage, cpData, cpAt, t.JobID,
-		store.MS(t.UpdatedAt), t.Version}
-}
-
-func scanTask(row rowScanner) (record.Task, error) {
-	var t record.Task
-	var state, limited string
-	var quota, cpStage sql.NullString
-	var cpData []byte
-	var cpAt sql.NullInt64
-	var updated int64
-	if err := row.Scan(&t.RunID, &t.Name, &state, &t.Stage, &t.Attempts, &t.Starts, &t.Candidate, &t.SessionID,
-		&t.Workdir, &quota, &limited, &t.WaitingOn, &cpStage, &cpData, &cpAt, &t.JobID, &updated,
-		&t.Version); err != nil {
-		return record.Task{}, err
-	}
-	t.State, t.UpdatedAt = record.TaskState(state), store.FromMS(updated)
-	var err error
-	if quota.Valid {
-		if t.Quota, err = store.DecodeQuota([]byte(quota.String)); err != nil {
-			return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
-		}
-	}
-	if t.Limited, err = store.DecodeLimited([]byte(limited)); err != nil {
-		return record.Task{}, fmt.Errorf("task %s of run %s: %w", t.Name, t.RunID, err)
-	}
-	t.Checkpoint = readCheckpoint(cpStage, cpData, cpAt)
-	return t, nil
-}
-
-// eventArgs are the values of eventColumns for e.
-func eventArgs(e record.TaskEvent) []any {
-	return []any{e.RunID, e.Task, e.Seq, store.MS(e.At), string(e.From), string(e.To), e.Reason, e.AttemptID,
-		nullableInt(e.ExitCode), e.Outcome, e.Candidate}
-}
-
-func scanEvent(row rowScanner) (record.TaskEvent, error) {
-	var e record.TaskEvent
-	var from, to string
-	var at int64
-	var exit sql.NullInt64
-	if err := row.Scan(&e.RunID, &e.Task, &e.Seq, &at, &from, &to, &e.Reason, &e.AttemptID, &exit, &e.Outcome,
-		&e.Candidate); err != nil {
-		return record.TaskEvent{}, err
-	}
-	e.At, e.From, e.To, e.ExitCode = store.FromMS(at), record.TaskState(from), record.TaskState(to), intOrNil(exit)
-	return e, nil
 }
