@@ -17,7 +17,8 @@ import (
 // backend's scan function under test: Scan assigns each value to its
 // destination as database/sql and pgx do for the types the stores use (a
 // value of the destination's type or convertible to it, a Scanner such as
-// sql.NullString, a pointer for a nullable column, nil for NULL).
+// sql.NullString, a pointer for a nullable column, nil for NULL, text
+// into []byte).
 type Row []any
 
 // Scan assigns r's values to dest, one each.
@@ -50,6 +51,11 @@ func assign(dest, src any) error {
 		d.Set(s)
 	case s.Type().ConvertibleTo(d.Type()) && s.Kind() == d.Kind():
 		d.Set(s.Convert(d.Type()))
+	case s.Kind() == reflect.String && d.Type() == reflect.TypeFor[[]byte]():
+		// Text read into bytes (a JSON column).
+		d.SetBytes([]byte(s.String()))
+	case s.Kind() == reflect.Pointer && s.Elem().Kind() == reflect.String && d.Type() == reflect.TypeFor[[]byte]():
+		d.SetBytes([]byte(s.Elem().String()))
 	default:
 		return fmt.Errorf("cannot put a %T in a %s", src, d.Type())
 	}
