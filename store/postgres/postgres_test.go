@@ -460,6 +460,10 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if j, err := s.Job(ctx, "old"); err != nil || j.Runs != 1 || j.Secondaries != 0 || j.Cleanup != job.CleanupNone {
 		t.Errorf("a job from version 2 = %+v, %v; want its attempt as one run, no secondaries nor cleanup", j, err)
 	}
+	// Migration 007's tables are new: no workflow run predates them.
+	if runs, err := s.Runs(ctx); err != nil || len(runs) != 0 {
+		t.Errorf("workflow runs of a store from version 2 = %+v, %v; want none", runs, err)
+	}
 	one := 1
 	check := job.Check{Fence: 1, At: base, Trigger: "resume", ExitCode: &one, Result: job.CheckRun}
 	if _, err := s.ApplyJob(ctx, "old", 1, job.Change{To: job.AuthWait, Reason: "auth", Now: base, Checked: &check}); err != nil {

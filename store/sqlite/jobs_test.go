@@ -204,7 +204,8 @@ func submitAll(t *testing.T, s *sqlite.Store, n int, mk func(i int) job.Job) {
 // the migration has the same history though no row says its submission.
 // Its rows from before migration 005 read with no runs, secondaries nor
 // checks, and its receipt with no issuing host, at fence 0; from before
-// migration 006, with no cleanup.
+// migration 006, with no cleanup; and it has no workflow runs (migration
+// 007).
 func TestMigrateSubmissions(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -263,6 +264,13 @@ func TestMigrateSubmissions(t *testing.T) {
 	// Its lease is read as the default lease, by which liveness was judged then.
 	if hosts, err := s.Hosts(ctx); err != nil || len(hosts) != 1 || hosts[0].Lease != 30*time.Second {
 		t.Errorf("a host from schema 2: Hosts = %+v, %v; want one with a 30s lease", hosts, err)
+	}
+	// Migration 007's tables are new: no workflow run predates them.
+	if runs, err := s.Runs(ctx); err != nil || len(runs) != 0 {
+		t.Errorf("workflow runs of a store from schema 2 = %+v, %v; want none", runs, err)
+	}
+	if c, err := s.CountRuns(ctx); err != nil || len(c) != 0 {
+		t.Errorf("CountRuns of a store from schema 2 = %v, %v; want none", c, err)
 	}
 	later := base.Add(time.Minute)
 	if _, _, err := s.SubmitJob(ctx, storetest.BenchJob("new", base), nil, later); err != nil {
