@@ -14,3 +14,8 @@ func TestWorkflows(t *testing.T) {
 
 	storetest.RunWorkflows(t, func(t *testing.T) store.Store { return openFresh(t) })
 }
+
+// The workflow benchmarks of store/storetest.
+func BenchmarkCreateRun(b *testing.B) { storetest.BenchCreateRun(b, openFresh(b), base) }
+
+func BenchmarkUpdateTask(b *testing.B) { storetest.BenchUpdateTask(b, openFresh(b), base) }

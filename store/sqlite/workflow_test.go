@@ -15,3 +15,13 @@ func TestWorkflows(t *testing.T) {
 		return open(t, filepath.Join(t.TempDir(), "layover.db"))
 	})
 }
+
+// The workflow benchmarks of store/storetest, on a SQLite file
+// (synchronous=FULL).
+func BenchmarkCreateRun(b *testing.B) {
+	storetest.BenchCreateRun(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
+}
+
+func BenchmarkUpdateTask(b *testing.B) {
+	storetest.BenchUpdateTask(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/workflow/record"
 )
 
 // The benchmarks every backend runs under the same names, so that their
@@ -118,4 +119,57 @@ func BenchSubmitJob(b *testing.B, s store.Store, now time.Time) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+}
+
+// benchRun creates a run of n pending tasks at now, t0000 to t<n-1>, and
+// returns them.
+func benchRun(b *testing.B, s store.Store, id string, n int, now time.Time) []record.Task {
+	tasks := make([]record.Task, n)
+	for i := range tasks {
+		tasks[i] = record.Task{Name: "t" + strconv.Itoa(i), Workdir: "/srv/repo"}
+	}
+	r := record.Run{ID: id, Name: "bench", Definition: []byte(`{"name":"bench"}`)}
+	if _, _, err := s.CreateRun(b.Context(), r, tasks, now); err != nil {
+		b.Fatal(err)
+	}
+	stored, err := s.RunTasks(b.Context(), id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return stored
+}
+
+// BenchCreateRun is a workflow run of 1,000 tasks created in one
+// transaction. It reports tasks/s.
+func BenchCreateRun(b *testing.B, s store.Store, now time.Time) {
+	const n = 1000
+	i := 0
+	for b.Loop() {
+		benchRun(b, s, "run-"+strconv.Itoa(i), n, now)
+		i++
+	}
+	b.ReportMetric(float64(i*n)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// BenchUpdateTask is the write an engine makes at each move of a task:
+// UpdateTask with its event, one after another on distinct tasks, every
+// call durable before it returns. It reports updates/s.
+func BenchUpdateTask(b *testing.B, s store.Store, now time.Time) {
+	tasks := benchRun(b, s, "run", 1000, now)
+	i := 0
+	for b.Loop() {
+		k := &tasks[i%len(tasks)]
+		from := k.State
+		k.State = record.TaskRunning
+		if i%2 == 1 {
+			k.State = record.TaskPending
+		}
+		var err error
+		*k, err = s.UpdateTask(b.Context(), *k, &record.TaskEvent{From: from, To: k.State, Reason: "released"}, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "updates/s")
 }
