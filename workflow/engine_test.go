@@ -66,8 +66,19 @@ type bundle struct {
 	// leave it); nil follows every wait to its end.
 	advance func(workflow.Event) time.Time
 
+	context context.Context // Start's; nil: Background
+	// opts, when set, changes the Options of each Start.
+	opts func(*workflow.Options)
+
 	mu     sync.Mutex
 	events []workflow.Event
+}
+
+func (b *bundle) ctx() context.Context {
+	if b.context != nil {
+		return b.context
+	}
+	return context.Background()
 }
 
 func setup(t *testing.T, st store.Store) *bundle {
@@ -96,11 +107,15 @@ func (b *bundle) startErr(def workflow.Definition) (workflow.Result, error) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := workflow.Start(context.Background(), def, workflow.Options{
+		o := workflow.Options{
 			RunID: b.runID, Store: b.st, Clock: b.clk, Policy: testPolicy, Runner: b.runner, Shell: "/bin/sh",
 			Env:    []string{"HOME=/home/u", "LAYOVER_TASK=stale"},
 			Events: func(ev workflow.Event) { events <- ev },
-		})
+		}
+		if b.opts != nil {
+			b.opts(&o)
+		}
+		res, err := workflow.Start(b.ctx(), def, o)
 		done <- out{res, err}
 	}()
 	for {
@@ -761,4 +776,107 @@ func TestStartOptions(t *testing.T) {
 	if runs, _ := st.Runs(t.Context()); len(runs) != 0 {
 		t.Errorf("stored %d runs", len(runs))
 	}
+}
+
+// Start's context ending stops the attempt under way: its task is pending
+// again, not counted as a failure, and a later Start runs it (its check
+// first, as it started before).
+func TestInterrupted(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx, cancel := context.WithCancel(t.Context())
+		b.context = ctx
+		calls := 0
+		def := workflow.Definition{Name: "nightly", Tasks: []workflow.Task{{Name: "a", Check: "./check.sh", Func: func(ctx context.Context, _ *workflow.Attempt) error {
+			if calls++; calls == 1 {
+				cancel()
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}}}}
+		res, err := b.startErr(def)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start: %v, want context.Canceled", err)
+		}
+		if a := task(t, res, "a"); a.State != record.TaskPending || a.Attempts != 0 || a.Starts != 1 || res.Status != record.RunPaused {
+			t.Errorf("after the interrupt: run %s, task %+v", res.Status, a)
+		}
+		b.context = nil
+		b.runner.on("./check.sh", exit(1))
+		if res = b.start(def); res.Status != record.RunComplete || calls != 2 {
+			t.Errorf("again: %s after %d calls", res.Status, calls)
+		}
+		if got := b.runner.commands(); !slices.Equal(got, []string{"./check.sh"}) {
+			t.Errorf("commands %q, want the check", got)
+		}
+	})
+}
+
+// fakeQuotas says every name is one key, exhausted until reset.
+type fakeQuotas struct{ reset time.Time }
+
+func (f fakeQuotas) Keys(_ context.Context, names []string) ([]quota.Key, error) {
+	var out []quota.Key
+	for _, n := range names {
+		out = append(out, quota.Key{Host: "api.github.com", Principal: "octocat", Resource: strings.TrimPrefix(n, "github:")})
+	}
+	return out, nil
+}
+
+func (f fakeQuotas) Fresh(_ context.Context, keys []quota.Key) ([]quota.State, error) {
+	var out []quota.State
+	for _, k := range keys {
+		out = append(out, quota.State{Key: k, Limit: 5000, Remaining: 0, ResetAt: f.reset, ResetKnown: true})
+	}
+	return out, nil
+}
+
+// A task whose quota is known to be exhausted does not start: it pauses
+// (or waits) on it; a task without quotas runs.
+func TestExhaustedQuotaBeforeStart(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		b.opts = func(o *workflow.Options) { o.Quotas = fakeQuotas{reset: t0.Add(time.Hour)} }
+		fetch, docs := &counted{}, &counted{}
+		def := workflow.Definition{Name: "nightly", Tasks: []workflow.Task{
+			{Name: "fetch", Quota: []string{"github:core"}, Func: fetch.fn},
+			{Name: "docs", Func: docs.fn},
+		}}
+		res := b.start(def)
+		f := task(t, res, "fetch")
+		if res.Status != record.RunPaused || f.State != record.TaskPaused || f.Starts != 0 || fetch.calls.Load() != 0 || docs.calls.Load() != 1 {
+			t.Fatalf("run %s, fetch %+v, calls fetch %d docs %d", res.Status, f, fetch.calls.Load(), docs.calls.Load())
+		}
+		if q := f.Quota; q == nil || q.Resource != "core" || !q.ResetAt.Equal(t0.Add(time.Hour)) {
+			t.Errorf("quota %+v", f.Quota)
+		}
+	})
+}
+
+// Without a Runner, commands run as sh -c in Dir with the task's
+// environment, their check and verify too.
+func TestProcessRunner(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		dir := t.TempDir()
+		b.opts = func(o *workflow.Options) { o.Runner, o.Dir, o.Env = nil, dir, os.Environ() }
+		def := workflow.Definition{Name: "nightly", Tasks: []workflow.Task{
+			{Name: "build", Run: `printf %s "$LAYOVER_IDEMPOTENCY_KEY/$LAYOVER_ATTEMPT_ID" > out.txt`, Verify: "test -s out.txt"},
+			{Name: "broken", Run: "exit 3", Verify: "true"},
+		}}
+		res := b.start(def)
+		wantState(t, res, map[string]record.TaskState{"build": record.TaskComplete, "broken": record.TaskFailed})
+		data, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+		if err != nil || string(data) != "nightly-1:build/nightly-1:build:1" {
+			t.Errorf("out.txt %q (%v)", data, err)
+		}
+		evs, _ := st.TaskEvents(t.Context(), b.runID, "broken")
+		if last := evs[len(evs)-1]; last.ExitCode == nil || *last.ExitCode != 3 {
+			t.Errorf("broken's last event %+v", last)
+		}
+	})
 }
