@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -261,4 +262,39 @@ func TestFlowRunFails(t *testing.T) {
 			t.Errorf("a bad run id: exit %d %s", r.code, r.stderr)
 		}
 	})
+}
+
+// SIGINT ends flow run with exit 130 and stops the task it was running;
+// the run keeps what completed, and the interrupted task runs again when
+// the run id is run again.
+func TestFlowRunInterrupted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	// slow waits until the file go exists, which the test makes after the
+	// interrupt.
+	writeTestFile(t, filepath.Join(b.dir, "slow.yaml"), `name: slow
+tasks:
+  quick: {run: echo quick >> quick.out}
+  slow:
+    needs: [quick]
+    run: if [ -e go ]; then echo slow >> slow.out; else sleep 60; fi
+`)
+	p := b.start("flow", "run", "slow.yaml", "--run-id", "s1")
+	p.waitLine(t, "layover: slow running")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 130 {
+		t.Fatalf("flow run after SIGINT: exit %d, want 130\n%s", code, p.stderr())
+	}
+	if s := b.flowStatus("s1"); s.Run.Status == "complete" || s.Tasks[0].State != "complete" || s.Tasks[1].State == "complete" {
+		t.Fatalf("after SIGINT: run %s, tasks %s", s.Run.Status, s.states())
+	}
+	writeTestFile(t, filepath.Join(b.dir, "go"), "")
+	if r := b.layover("flow", "run", "slow.yaml", "--run-id", "s1"); r.code != 0 {
+		t.Fatalf("flow run again: exit %d\n%s", r.code, r.stderr)
+	}
+	if b.lines("quick.out") != 1 || b.lines("slow.out") != 1 {
+		t.Errorf("quick ran %d times, slow %d to completion; want once each", b.lines("quick.out"), b.lines("slow.out"))
+	}
 }
