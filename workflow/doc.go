@@ -28,4 +28,18 @@
 //
 // A Definition holds no run state: a run's state lives in the store,
 // under its run id.
+//
+// # Runs
+//
+// Start runs a Definition in the process under a run id on a store, and
+// returns the run's status (complete, paused or failed) with each task's
+// record: its state, attempts, candidate, session and quota record. A
+// quota hit never counts as an attempt: the task switches to its next
+// candidate, waits out a reset within on_quota.max_wait, or pauses while
+// independent tasks go on. Start again with the same run id resumes the
+// run: completed tasks never run again, a paused one runs once its reset
+// has passed (or at once when its reset is unknown), and its first
+// attempt continues the captured conversation. QuotaFault reads the reset
+// and message out of a quota error, however wrapped. See ExampleStart and
+// docs/workflows.md (Semantics).
 package workflow
