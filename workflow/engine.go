@@ -326,8 +326,6 @@ func (e *engine) loop(ctx context.Context) (Result, error) {
 	wctx := context.WithoutCancel(ctx)
 	e.runCtx, e.cancelRuns = context.WithCancel(ctx)
 	defer e.cancelRuns()
-	stop := make(chan struct{})
-	defer close(stop)
 	var deadline <-chan time.Time
 	if !e.run.Deadline.IsZero() && e.run.Status != record.RunCancelled {
 		deadline = e.o.Clock.After(e.run.Deadline.Sub(e.now()))

@@ -237,7 +237,7 @@ func (e *engine) env(tr *taskRun, attemptID string) []string {
 func (e *engine) hostRun(tr *taskRun, agent, attemptID, cmd string) host.Run {
 	argv := []string{e.o.Shell, "-c", cmd}
 	return host.Run{
-		Job: job.Job{ID: e.o.RunID + "." + tr.def.Name, Spec: job.Spec{
+		Job: job.Job{ID: tr.def.Name, Spec: job.Spec{
 			Argv: argv, Workdir: e.o.Dir, Agent: agent, EnvNames: tr.def.Env, Name: tr.def.Name,
 		}},
 		AttemptID: attemptID,
