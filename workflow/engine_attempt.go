@@ -161,8 +161,8 @@ func (e *engine) begin(ctx context.Context, tr *taskRun, cand string) error {
 	tr.afterPause, tr.switched, tr.phase = false, false, busy
 	if err := e.move(ctx, tr, func(t *record.Task) {
 		t.State, t.Stage, t.WaitingOn, t.Starts = record.TaskRunning, "running", "", n
-		if len(tr.def.Agent) > 0 {
-			t.Candidate = cand
+		if len(tr.def.Agent) > 0 && t.Candidate != cand {
+			t.Candidate, t.SessionID = cand, "" // a session is its candidate's
 		}
 	}, record.TaskEvent{Reason: why, AttemptID: id, Candidate: cand}, time.Time{}); err != nil {
 		return err
@@ -292,8 +292,6 @@ func (e *engine) checkpoint(ctx context.Context, tr *taskRun, id, stage string, 
 func (e *engine) attempted(ctx context.Context, tr *taskRun, cand, id string, res host.Result) error {
 	if res.SessionID != "" {
 		tr.rec.SessionID = res.SessionID
-	} else if len(tr.def.Agent) > 0 && cand != tr.rec.Candidate {
-		tr.rec.SessionID = ""
 	}
 	if e.runCtx.Err() != nil {
 		return e.halted(ctx, tr, "the attempt was stopped")
