@@ -880,3 +880,87 @@ func TestProcessRunner(t *testing.T) {
 		}
 	})
 }
+
+// A durable pause keeps the agent's session: the next Start, after the
+// reset, continues it on the same candidate.
+func TestDurablePauseContinuesSession(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		b.runner.on("claude", limit("claude-code", t0.Add(time.Hour), "5f0e-1"))
+		def := workflow.Definition{Name: "nightly", Tasks: []workflow.Task{
+			{Name: "review", Agent: []string{"claude", "codex"}, Prompt: brief},
+		}}
+		b.runner.on("codex", limit("codex", t0.Add(2*time.Hour), ""))
+		res := b.start(def)
+		if r := task(t, res, "review"); res.Status != record.RunPaused || r.Candidate != "codex" || r.SessionID != "" {
+			t.Fatalf("status %s, review %+v", res.Status, r)
+		}
+		// codex ran last and captured nothing; claude's limit passes first.
+		b.clk.Set(t0.Add(90 * time.Minute))
+		res = b.start(def)
+		cmds := b.runner.commands()
+		if res.Status != record.RunComplete || len(cmds) != 3 || !strings.HasPrefix(cmds[2], "claude -p 'Review") {
+			t.Fatalf("status %s, commands %q", res.Status, cmds)
+		}
+
+		// One candidate, paused with its session: the next Start continues it.
+		b2 := setup(t, st)
+		b2.runID = "nightly-2"
+		b2.runner.on("claude", limit("claude-code", t0.Add(time.Hour), "5f0e-2"))
+		one := workflow.Definition{Name: "nightly", Tasks: []workflow.Task{{Name: "review", Agent: []string{"claude"}, Prompt: brief}}}
+		if res := b2.start(one); res.Status != record.RunPaused {
+			t.Fatalf("status %s", res.Status)
+		}
+		b2.clk.Set(t0.Add(2 * time.Hour))
+		res = b2.start(one)
+		cmds = b2.runner.commands()
+		if res.Status != record.RunComplete || len(cmds) != 2 || !strings.HasPrefix(cmds[1], "claude -p --resume '5f0e-2'") {
+			t.Fatalf("status %s, commands %q", res.Status, cmds)
+		}
+		if r := task(t, res, "review"); r.SessionID != "5f0e-2" {
+			t.Errorf("session %q", r.SessionID)
+		}
+	})
+}
+
+// Concurrency bounds the tasks running at once.
+func TestConcurrency(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		var now, most atomic.Int32
+		entered, gate := make(chan struct{}), make(chan struct{})
+		work := func(context.Context, *workflow.Attempt) error {
+			n := now.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			entered <- struct{}{}
+			<-gate
+			now.Add(-1)
+			return nil
+		}
+		go func() {
+			// Two tasks are in; each release lets one more in.
+			<-entered
+			<-entered
+			for i := range 6 {
+				gate <- struct{}{}
+				if i < 4 {
+					<-entered
+				}
+			}
+		}()
+		def := workflow.Definition{Name: "nightly"}
+		for i := range 6 {
+			def.Tasks = append(def.Tasks, workflow.Task{Name: fmt.Sprintf("t%d", i), Func: work})
+		}
+		b.opts = func(o *workflow.Options) { o.Concurrency = 2 }
+		if res := b.start(def); res.Status != record.RunComplete {
+			t.Fatalf("status %s", res.Status)
+		}
+		if m := most.Load(); m != 2 {
+			t.Errorf("%d tasks ran at once, want 2", m)
+		}
+	})
+}
