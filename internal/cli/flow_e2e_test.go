@@ -240,7 +240,8 @@ func TestFlowCancel(t *testing.T) {
 	})
 }
 
-// A task that fails is exit 1, naming it, and its dependent is skipped;
+// A task that fails is exit 1, naming it with its reason after the run
+// (as its progress line did), and its dependent is skipped;
 // the same run id with a changed file is refused (exit 1), and so is a run
 // id that is not one.
 func TestFlowRunFails(t *testing.T) {
@@ -248,7 +249,7 @@ func TestFlowRunFails(t *testing.T) {
 	onEachStore(t, fake.GitHubConfig{}, func(t *testing.T, b *bundle) {
 		writeTestFile(t, filepath.Join(b.dir, "f.yaml"), "name: f\nattempts: 1\ntasks:\n  build: {run: exit 3}\n  ship: {needs: [build], run: echo shipped >> ship.out}\n")
 		r := b.layover("flow", "run", "f.yaml", "--run-id", "f-1")
-		if r.code != 1 || !strings.Contains(r.stderr, "layover: build failed") || !strings.Contains(r.stdout, "f-1: failed (1 failed, 1 skipped)") {
+		if r.code != 1 || strings.Count(r.stderr, "layover: build failed: exit 3") != 2 || !strings.Contains(r.stdout, "f-1: failed (1 failed, 1 skipped)") {
 			t.Fatalf("flow run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		if b.lines("ship.out") != 0 {

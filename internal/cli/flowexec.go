@@ -47,8 +47,8 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 	// the run's summary.
 	opts.Runner = &host.ProcessRunner{Classify: classifyAny, Output: &redact.Writer{W: env.Stderr, Known: known},
 		Secrets: known, Supervisor: env.Executable, Now: env.Clock.Now}
-	ctx, sig := withSignals(ctx, env)
-	res, err := workflow.Start(ctx, def, opts)
+	runCtx, sig := withSignals(ctx, env)
+	res, err := workflow.Start(runCtx, def, opts)
 	if s := sig(); s != nil {
 		if s == syscall.SIGINT {
 			return exitCode(ExitSIGINT)
@@ -82,8 +82,8 @@ func needsQuotas(def workflow.Definition) bool {
 	return slices.ContainsFunc(def.Tasks, func(t workflow.Task) bool { return len(t.Quota) > 0 })
 }
 
-// withSignals cancels ctx when SIGINT or SIGTERM arrives; the returned
-// function tells which one did, nil while none has.
+// withSignals returns ctx cancelled when SIGINT or SIGTERM arrives, and a
+// function that ends it and tells which signal did, nil for none.
 func withSignals(ctx context.Context, env *Env) (context.Context, func() os.Signal) {
 	ctx, cancel := context.WithCancel(ctx)
 	var (
