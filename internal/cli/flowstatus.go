@@ -79,7 +79,7 @@ func (o *FlowStatusOptions) run(ctx context.Context, env *Env) error {
 	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATE\tSTAGE\tATTEMPTS\tSTARTS\tCANDIDATE\tQUOTA\tWAITING ON")
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", shown(t.Name), t.State, orDash(t.Stage), t.Attempts, t.Starts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", shown(t.Name), t.State, stageCell(t), t.Attempts, t.Starts,
 			orDash(t.Candidate), quotaCell(t.Quota), orDash(t.WaitingOn))
 	}
 	return tw.Flush()
@@ -116,6 +116,16 @@ func (o *FlowStatusOptions) runs(ctx context.Context, env *Env, st store.Store) 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shown(r.ID), shown(r.Name), r.Status, command.HumanTime(r.UpdatedAt), taskCounts(all[i]))
 	}
 	return tw.Flush()
+}
+
+// stageCell is a task's stage in a table: "-" when it only repeats the
+// state ("paused" while paused), so a stage that says more (check,
+// "waiting until …", a checkpoint's) stands out.
+func stageCell(t record.Task) string {
+	if t.Stage == string(t.State) {
+		return "-"
+	}
+	return orDash(t.Stage)
 }
 
 func orDash(s string) string {
@@ -302,7 +312,7 @@ func cancelRun(ctx context.Context, st store.Store, id string, now time.Time) (i
 				continue
 			}
 			from := t.State
-			t.State, t.WaitingOn = record.TaskCancelled, ""
+			t.State, t.Stage, t.WaitingOn = record.TaskCancelled, "cancelled", ""
 			ev := &record.TaskEvent{RunID: id, Task: t.Name, At: now, From: from, To: record.TaskCancelled, Reason: "flow cancel"}
 			_, err := st.UpdateTask(ctx, t, ev, now)
 			if errors.Is(err, record.ErrConflict) && try < maxCancelTries {
