@@ -286,9 +286,12 @@ func (e *engine) open(ctx context.Context) error {
 	if recs, err = e.o.Store.RunTasks(ctx, r.ID); err != nil {
 		return fmt.Errorf("workflow: read run %s: %w", r.ID, err)
 	}
+	if len(recs) != len(e.tasks) {
+		return fmt.Errorf("workflow: run %s: %d tasks stored, %d defined", r.ID, len(recs), len(e.tasks))
+	}
 	for i, rt := range recs {
-		if i >= len(e.tasks) || rt.Name != e.tasks[i].def.Name {
-			return fmt.Errorf("workflow: run %s: the stored tasks do not match the definition", r.ID)
+		if rt.Name != e.tasks[i].def.Name {
+			return fmt.Errorf("workflow: run %s: stored task %d is %q, defined %q", r.ID, i, rt.Name, e.tasks[i].def.Name)
 		}
 		tr := e.tasks[i]
 		tr.rec = rt
@@ -488,7 +491,7 @@ func (e *engine) status() (record.RunStatus, string) {
 	case len(failed) > 0:
 		return record.RunFailed, strings.Join(failed, ", ")
 	case e.timedOut:
-		return record.RunPaused, "the run's timeout passed (paused: " + strings.Join(paused, ", ") + ")"
+		return record.RunPaused, "the run's timeout passed; not complete: " + strings.Join(append(paused, waiting...), ", ")
 	case len(paused) > 0:
 		return record.RunPaused, "paused on a quota: " + strings.Join(paused, ", ")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,22 +25,13 @@ func randomDAG(n int, seed uint64) workflow.Definition {
 		t := workflow.Task{Name: fmt.Sprintf("t%04d", i), Func: noop}
 		for k := 0; k < 3 && i > 0; k++ {
 			need := fmt.Sprintf("t%04d", rnd.IntN(i))
-			if !contains(t.Needs, need) {
+			if !slices.Contains(t.Needs, need) {
 				t.Needs = append(t.Needs, need)
 			}
 		}
 		def.Tasks = append(def.Tasks, t)
 	}
 	return def
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // BenchmarkStart1000 runs a 1,000-task random DAG of Go tasks to its end on
