@@ -20,7 +20,8 @@ import (
 
 // storeCommands are layover's commands that open the store, each with
 // arguments that reach the open (a command among them runs marker's
-// creation, which must not happen when the store is unusable).
+// creation, which must not happen when the store is unusable; flow run's
+// touch.yaml is touchFlow).
 func storeCommands(marker string) map[string][]string {
 	touch := []string{"--", "touch", marker}
 	return map[string][]string{
@@ -38,9 +39,15 @@ func storeCommands(marker string) map[string][]string {
 		"adopt":       {"adopt", "some-job"},
 		"checkpoint":  {"checkpoint", "--stage", "s1"},
 		"serve":       {"serve"},
+		"flow run":    {"flow", "run", "touch.yaml"},
 		"flow status": {"flow", "status"},
 		"flow cancel": {"flow", "cancel", "some-run"},
 	}
+}
+
+// touchFlow is a workflow whose one task creates marker.
+func touchFlow(marker string) string {
+	return "name: touch\ntasks:\n  touch: {run: touch " + marker + "}\n"
 }
 
 // storePassword is the password written into the unusable PostgreSQL
@@ -91,6 +98,7 @@ func TestUnusableStoreExits125(t *testing.T) {
 			b.env["LAYOVER_STORE"] = mk(t, b)
 			b.env["LAYOVER_JOB_ID"], b.env["LAYOVER_FENCE"] = "some-job", "1"
 			marker := filepath.Join(b.dir, "ran")
+			writeTestFile(t, filepath.Join(b.dir, "touch.yaml"), touchFlow(marker))
 			for name, args := range storeCommands(marker) {
 				t.Run(name, func(t *testing.T) {
 					r := b.layover(args...)
