@@ -205,3 +205,25 @@ func TestFlowHelp(t *testing.T) {
 		t.Fatalf("layover help does not list flow:\n%s", r.stdout)
 	}
 }
+
+// The README's workflow file is one flow run accepts.
+func TestFlowReadmeFileIsValid(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Workflows\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	file, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README has no yaml block under ## Workflows")
+	}
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "review.md"), "review the diffs\n")
+	writeTestFile(t, filepath.Join(dir, "nightly.yaml"), file)
+	r := flowMain(t, time.Now(), filepath.Join(dir, "layover.db"), "flow", "run", "--dry-run", filepath.Join(dir, "nightly.yaml"))
+	if r.code != 0 || !planNames(r.stdout, "publish") {
+		t.Fatalf("the README's file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
