@@ -299,3 +299,37 @@ tasks:
 		t.Errorf("quick ran %d times, slow %d to completion; want once each", b.lines("quick.out"), b.lines("slow.out"))
 	}
 }
+
+// With two tasks paused, stderr names both, the earliest reset first.
+func TestFlowRunPausedEarliestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.agentBin()
+	later, sooner := nextSecond(2*time.Hour), nextSecond(time.Hour)
+	script := filepath.Join(b.dir, "agent-script")
+	writeTestFile(t, script, fmt.Sprintf("limit %d\nlimit %d\n", later.Unix(), sooner.Unix()))
+	b.env["FAKE_AGENT_SCRIPT"] = script
+	writeTestFile(t, filepath.Join(b.dir, "two.yaml"),
+		"name: two\ntasks:\n  a: {agent: claude, prompt: one}\n  b: {agent: claude, prompt: two}\n")
+	before := time.Now().UTC().Format("20060102")
+	r := b.layover("flow", "run", "two.yaml")
+	after := time.Now().UTC().Format("20060102")
+	if r.code != 6 {
+		t.Fatalf("exit %d, want 6\n%s", r.code, r.stderr)
+	}
+	var paused []string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "layover: paused until ") {
+			paused = append(paused, l)
+		}
+	}
+	if len(paused) != 2 || !strings.HasPrefix(paused[0], "layover: paused until "+sooner.UTC().Format(time.RFC3339)+": ") ||
+		!strings.HasPrefix(paused[1], "layover: paused until "+later.UTC().Format(time.RFC3339)+": ") {
+		t.Fatalf("paused lines %q: want the reset %s first, then %s", paused, sooner.UTC().Format(time.RFC3339), later.UTC().Format(time.RFC3339))
+	}
+	// The default run id is the file's name and the UTC date (either side
+	// of a midnight the run may have crossed).
+	if !strings.HasPrefix(r.stdout, "two-"+before+": paused") && !strings.HasPrefix(r.stdout, "two-"+after+": paused") {
+		t.Errorf("stdout %q: want the default run id two-%s", r.stdout, after)
+	}
+}
