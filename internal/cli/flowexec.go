@@ -62,13 +62,15 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 }
 
 // flowError maps an error of workflow.Start to an exit code: a run id
-// already used by another definition, or a run the durable host owns, is
-// a refused operation (1), a record the store refuses an input error (2),
+// already used by another definition, a run another process wrote first,
+// or a run the durable host owns, is a refused operation (1), a record the store refuses an input error (2),
 // else layover failed (125).
 func flowError(err error) error {
 	switch {
 	case errors.Is(err, record.ErrConflict):
-		return failErr("flow run: %v (a run id names one definition: give another --run-id)", err)
+		// Another definition under the run id, or another process writing
+		// the run: the engine's message says which.
+		return failErr("flow run: %v (a run id is one definition, run by one process at a time)", err)
 	case errors.Is(err, workflow.ErrDurable):
 		return failErr("flow run: %v: the durable host runs it", err)
 	case errors.Is(err, record.ErrInvalid):
