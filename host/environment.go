@@ -38,10 +38,22 @@ func (h *Host) missingEnv(j job.Job) string {
 func (f *Jobs) jobEnv(j job.Job, attemptID string) []string {
 	env := slices.DeleteFunc(slices.Clone(f.cfg.Env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == "LAYOVER_JOB_ID" || k == "LAYOVER_ATTEMPT_ID" || k == "LAYOVER_FENCE" || k == "LAYOVER_CHECKPOINT"
+		switch k {
+		case "LAYOVER_JOB_ID", "LAYOVER_ATTEMPT_ID", "LAYOVER_FENCE", "LAYOVER_CHECKPOINT":
+			return true
+		case "LAYOVER_RUN_ID", "LAYOVER_TASK", "LAYOVER_IDEMPOTENCY_KEY":
+			return j.Spec.Flow != nil
+		}
+		return false
 	})
 	env = append(env, "LAYOVER_JOB_ID="+j.ID, "LAYOVER_ATTEMPT_ID="+attemptID,
 		"LAYOVER_FENCE="+strconv.FormatInt(j.Fence, 10))
+	if fl := j.Spec.Flow; fl != nil {
+		// A workflow task's job: the task's names, as an in-process run
+		// gives them (docs/workflows.md).
+		env = append(env, "LAYOVER_RUN_ID="+fl.Run, "LAYOVER_TASK="+fl.Task,
+			"LAYOVER_IDEMPOTENCY_KEY="+fl.Run+":"+fl.Task)
+	}
 	if f.cfg.StoreLocation != "" {
 		env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "LAYOVER_STORE=") }),
 			"LAYOVER_STORE="+f.cfg.StoreLocation)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +148,53 @@ func TestLedgerWaitOfAnotherProviderDefersAsItsQuota(t *testing.T) {
 	rcs := decodeReceipts(t, b.history("j"))
 	if len(rcs) != 1 || rcs[0].Reason != receipt.ProviderQuota || b.script.count() != 0 {
 		t.Fatalf("deferred %+v with receipts %+v after %d runs; want one provider-quota receipt and no run", j, rcs, b.script.count())
+	}
+}
+
+// A workflow task's job is told its run, task and idempotency key, and
+// the stored spec keeps the names; any other job gets none of them.
+func TestFlowJobEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *host.Config) { c.Env = append(c.Env, "LAYOVER_TASK=outer") })
+	envs := map[string][]string{}
+	var mu sync.Mutex
+	record := func(_ context.Context, r host.Run) error {
+		mu.Lock()
+		defer mu.Unlock()
+		envs[r.Job.ID] = r.Env
+		return nil
+	}
+	b.script.push(record, record)
+	b.submit("r1.build", job.Spec{Flow: &job.FlowRef{Run: "r1", Task: "build"}})
+	j := b.awaitState("r1.build", job.Complete)
+	if j.Spec.Flow == nil || *j.Spec.Flow != (job.FlowRef{Run: "r1", Task: "build"}) {
+		t.Fatalf("stored flow %+v", j.Spec.Flow)
+	}
+	b.submit("plain", job.Spec{})
+	b.awaitState("plain", job.Complete)
+	mu.Lock()
+	defer mu.Unlock()
+	lookup := func(env []string, k string) []string {
+		var out []string
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	for k, want := range map[string]string{"LAYOVER_RUN_ID": "r1", "LAYOVER_TASK": "build", "LAYOVER_IDEMPOTENCY_KEY": "r1:build"} {
+		if got := lookup(envs["r1.build"], k); len(got) != 1 || got[0] != want {
+			t.Errorf("flow job %s = %q, want %q", k, got, want)
+		}
+	}
+	if got := lookup(envs["plain"], "LAYOVER_RUN_ID"); len(got) != 0 {
+		t.Errorf("a plain job got LAYOVER_RUN_ID %q", got)
+	}
+	if got := lookup(envs["plain"], "LAYOVER_TASK"); len(got) != 1 || got[0] != "outer" {
+		t.Errorf("a plain job's LAYOVER_TASK from the host = %q, want it kept", got)
+	}
+	if err := (job.Spec{Argv: []string{"true"}, Flow: &job.FlowRef{Run: "r1"}}).Validate(); err == nil {
+		t.Error("a flow job without its task validated")
 	}
 }

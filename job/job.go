@@ -95,6 +95,15 @@ type Spec struct {
 	// ProgressTimeout: a running job that records no checkpoint for this
 	// long is taken back (0: off). A heartbeat never renews it.
 	ProgressTimeout time.Duration `json:"progress_timeout"`
+	// Flow names the workflow run and task the job runs, for a job that
+	// flow submit made (docs/workflows.md, Durable runs); nil for any other.
+	Flow *FlowRef `json:"flow,omitempty"`
+}
+
+// FlowRef names the task of a durable workflow run that a job runs.
+type FlowRef struct {
+	Run  string `json:"run"`
+	Task string `json:"task"`
 }
 
 // DefaultDeadline is how long after its submission a job submitted without

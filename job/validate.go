@@ -44,6 +44,17 @@ func (s Spec) Validate(known ...string) error {
 	if err := printable("the agent", s.Agent, MaxNameBytes); err != nil {
 		return err
 	}
+	if f := s.Flow; f != nil {
+		if f.Run == "" || f.Task == "" {
+			return errors.New("a flow job names its run and its task")
+		}
+		if err := printable("the flow run", f.Run, MaxNameBytes); err != nil {
+			return err
+		}
+		if err := printable("the flow task", f.Task, MaxNameBytes); err != nil {
+			return err
+		}
+	}
 	for _, n := range s.EnvNames {
 		if !envNamePattern().MatchString(n) {
 			return fmt.Errorf("variable name %q: use letters, digits and '_', not starting with a digit", n)
