@@ -15,6 +15,7 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/redact"
 )
 
 // Definition is a workflow: a named graph of tasks (docs/workflows.md).
@@ -254,9 +255,13 @@ func (d Definition) validate() *problem {
 		}
 		index[t.Name] = i
 	}
+	prompts := 0
 	for _, t := range d.Tasks {
 		if p := t.validate(index); p != nil {
 			return p
+		}
+		if prompts += len(t.Prompt); prompts > MaxPromptsBytes {
+			return &problem{"tasks." + t.Name + ".prompt", -1, fmt.Sprintf("the briefs add up to over %d bytes", MaxPromptsBytes)}
 		}
 	}
 	if _, stuck := d.order(index); len(stuck) > 0 {
@@ -368,6 +373,11 @@ func (t Task) validate(index map[string]int) *problem {
 			return at(".env", i, "%q is named twice", e)
 		}
 	}
+	if len(t.Prompt) > MaxPromptBytes {
+		// The brief is one argument of the agent's command line, which
+		// the system bounds (128 KiB on Linux).
+		return at(".prompt", -1, "a brief of %d bytes: at most %d", len(t.Prompt), MaxPromptBytes)
+	}
 	for _, f := range []struct{ field, v string }{
 		{".run", t.Run}, {".prompt", t.Prompt}, {".prompt_file", t.PromptFile},
 		{".check", t.Check}, {".verify", t.Verify}, {".goal", t.Goal},
@@ -375,9 +385,22 @@ func (t Task) validate(index map[string]int) *problem {
 		if r, bad := control(f.v); bad {
 			return at(f.field, -1, "holds the control character %U", r)
 		}
+		// The store keeps the definition and shows it: a secret in it
+		// would be kept and shown (docs/secrets.md).
+		if redact.Contains(f.v) {
+			return at(f.field, -1, "holds what looks like a secret (a token or key); pass secrets through the environment (env)")
+		}
 	}
 	return nil
 }
+
+// MaxPromptBytes bounds one agent task's brief, which its agent gets as
+// one command-line argument; MaxPromptsBytes bounds a workflow's briefs
+// together, so the definition the store keeps stays within its bound.
+const (
+	MaxPromptBytes  = 100 << 10
+	MaxPromptsBytes = 512 << 10
+)
 
 // validateAgent checks an agent task's candidates, brief and resume.
 func (t Task) validateAgent(at func(string, int, string, ...any) *problem) *problem {

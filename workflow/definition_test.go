@@ -175,6 +175,22 @@ func TestValidateGoDefinitions(t *testing.T) {
 		{"a quota twice", func(d *workflow.Definition) { d.Tasks[0].Quota = []string{"github", "github"} }, `tasks.a.quota: "github" is named twice`},
 		{"a quota resource", func(d *workflow.Definition) { d.Tasks[0].Quota = []string{"github:core", "anthropic"} }, ""},
 		{"an env name", func(d *workflow.Definition) { d.Tasks[0].Env = []string{"GITHUB_TOKEN", "9X"} }, `tasks.a.env: "9X" is not a variable name`},
+		{"a brief too long for one argument", func(d *workflow.Definition) {
+			d.Tasks[0] = workflow.Task{Name: "a", Agent: []string{"claude"}, Prompt: strings.Repeat("x", workflow.MaxPromptBytes+1)}
+		}, "tasks.a.prompt: a brief of 102401 bytes: at most 102400"},
+		{"briefs too long together", func(d *workflow.Definition) {
+			d.Tasks = nil
+			for i := range workflow.MaxPromptsBytes/workflow.MaxPromptBytes + 1 {
+				d.Tasks = append(d.Tasks, workflow.Task{Name: fmt.Sprint("t", i), Agent: []string{"claude"}, Prompt: strings.Repeat("x", workflow.MaxPromptBytes)})
+			}
+		}, "tasks.t5.prompt: the briefs add up to over 524288 bytes"},
+		{"a token in a brief", func(d *workflow.Definition) {
+			d.Tasks[0] = workflow.Task{Name: "a", Agent: []string{"claude"}, Prompt: "use ghp_" + strings.Repeat("a1B2", 9) + " to push"}
+		}, "tasks.a.prompt: holds what looks like a secret"},
+		{"a token in a command", func(d *workflow.Definition) {
+			d.Tasks[0] = workflow.Task{Name: "a", Run: "curl -H 'Authorization: Bearer sk-ant-api03-" + strings.Repeat("Ab9", 20) + "'"}
+		},
+			"tasks.a.run: holds what looks like a secret"},
 		{"a cycle", func(d *workflow.Definition) {
 			d.Tasks[0].Needs = []string{"c"}
 			d.Tasks = append(d.Tasks, workflow.Task{Name: "b", Func: fn, Needs: []string{"a"}}, workflow.Task{Name: "c", Func: fn, Needs: []string{"b"}})

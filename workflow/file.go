@@ -25,7 +25,8 @@ import (
 	"github.com/layoverhq/layover/textsafe"
 )
 
-// MaxFileSize is the largest workflow file, or prompt file, read: 1 MiB.
+// MaxFileSize is the largest workflow file read: 1 MiB (a prompt file is
+// at most MaxPromptBytes).
 const MaxFileSize = 1 << 20
 
 // FileError is a bad file: where and what.
@@ -495,7 +496,7 @@ func (p *parser) task(v *yaml.Node, field, name string) (Task, error) {
 }
 
 // readPrompt reads a prompt file: a regular file of UTF-8 text, at most
-// MaxFileSize, not empty, inside the workflow file's directory (a path
+// MaxPromptBytes, not empty, inside the workflow file's directory (a path
 // out of it, through a symbolic link too, is refused: a shared workflow
 // file cannot send the agent a file of its user's elsewhere).
 func (p *parser) readPrompt(n *yaml.Node, field, name string) (string, error) {
@@ -520,12 +521,12 @@ func (p *parser) readPrompt(n *yaml.Node, field, name string) (string, error) {
 		return "", fail(n, field, "%q: %v", name, unwrapPath(err))
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxPromptBytes+1))
 	switch {
 	case err != nil:
 		return "", fail(n, field, "%q: %v", name, unwrapPath(err))
-	case len(data) > MaxFileSize:
-		return "", fail(n, field, "%q is larger than 1 MiB", name)
+	case len(data) > MaxPromptBytes:
+		return "", fail(n, field, "%q is larger than %d KiB, the most a brief may be", name, MaxPromptBytes>>10)
 	case !utf8.Valid(data):
 		return "", fail(n, field, "%q is not UTF-8 text", name)
 	case len(bytes.TrimSpace(data)) == 0:
