@@ -16,6 +16,7 @@ import (
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/textsafe"
 	"github.com/layoverhq/layover/workflow"
 	"github.com/layoverhq/layover/workflow/record"
 )
@@ -45,7 +46,10 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 	// The tasks' output goes to stderr, a line at a time with its task's
 	// name, masked as serve masks its jobs' (docs/secrets.md); stdout is
 	// the run's summary.
-	opts.Runner = &host.ProcessRunner{Classify: classifyAny, Output: &redact.Writer{W: env.Stderr, Known: known},
+	// Each line is made safe for a terminal first (its escape sequences and
+	// control characters removed, tabs kept), then masked, so that no
+	// sequence removed can join the parts of a secret after masking.
+	opts.Runner = &host.ProcessRunner{Classify: classifyAny, Output: safeLines{&redact.Writer{W: env.Stderr, Known: known}},
 		Secrets: known, Supervisor: env.Executable, Now: env.Clock.Now}
 	runCtx, sig := withSignals(ctx, env)
 	res, err := workflow.Start(runCtx, def, opts)
@@ -59,6 +63,32 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 		return flowError(err)
 	}
 	return finishRun(ctx, env, st, res)
+}
+
+// safeLines writes each line of what it is given to W with what a
+// terminal would act on removed (textsafe.Line), its tabs kept. The
+// process runner writes its lines one per Write.
+type safeLines struct{ W io.Writer }
+
+func (s safeLines) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	var b strings.Builder
+	for _, line := range lines {
+		text, nl := strings.CutSuffix(line, "\n")
+		parts := strings.Split(text, "\t")
+		for i, part := range parts {
+			// A byte that is not UTF-8 grows to three; nothing is cut.
+			parts[i] = textsafe.Line(part, 3*len(part)+1)
+		}
+		b.WriteString(strings.Join(parts, "\t"))
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	if _, err := io.WriteString(s.W, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // flowError maps an error of workflow.Start to an exit code: a run id
