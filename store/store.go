@@ -185,6 +185,8 @@ type Store interface {
 	RunTasks(ctx context.Context, runID string) ([]record.Task, error)
 	// UpdateRun writes r's Status, Durable, Deadline and Starts, with
 	// UpdatedAt now; its ID, Name, Definition and CreatedAt stay as stored.
+	// It returns the run as stored but for the Definition, which it
+	// neither reads nor checks (it never changes): r's is returned.
 	UpdateRun(ctx context.Context, r record.Run, now time.Time) (record.Run, error)
 	// UpdateTask writes t (all but RunID and Name, which name it), with
 	// UpdatedAt now, and appends ev, when not nil, to the task's history in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -95,11 +96,14 @@ func SameDefinition(a, b json.RawMessage) bool {
 
 // RunUpdate is r as a store writes it on UpdateRun at now, UpdatedAt set
 // (the store keeps its own ID, Name, Definition and CreatedAt, and grows
-// Version), or why r does not validate.
+// Version), or why r does not validate. The definition is not checked: an
+// update neither writes nor reads it, and CreateRun checked it once.
 func RunUpdate(r record.Run, now time.Time) (record.Run, error) {
 	r.UpdatedAt = now
 	r = MSRun(r)
-	return r, r.Validate()
+	v := r
+	v.Definition = json.RawMessage("{}")
+	return r, v.Validate()
 }
 
 // TaskUpdate is t as a store writes it on UpdateTask at now, UpdatedAt
@@ -200,6 +204,10 @@ func DecodeLimited(b []byte) (map[string]time.Time, error) {
 // JSON, and pointers for the nullable columns.
 const (
 	RunColumns = `id, name, definition, status, durable, created_at_ms, updated_at_ms, deadline_ms, starts, version`
+	// UpdatedRunColumns are RunColumns but the definition, what UpdateRun
+	// returns (ScanUpdatedRun reads them): a definition is up to
+	// record.MaxDefinitionBytes and never changes.
+	UpdatedRunColumns = `id, name, status, durable, created_at_ms, updated_at_ms, deadline_ms, starts, version`
 
 	TaskColumns = `run_id, name, state, stage, attempts, starts, candidate, session_id, workdir, quota, limited,
 	waiting_on, checkpoint_stage, checkpoint_data, checkpoint_at_ms, job_id, updated_at_ms, version`
@@ -218,15 +226,34 @@ func RunValues(r record.Run) []any {
 
 // ScanRun reads a row of RunColumns.
 func ScanRun(row Scanner) (record.Run, error) {
+	var def []byte
+	r, err := scanRun(row, &def)
+	r.Definition = json.RawMessage(def)
+	return r, err
+}
+
+// ScanUpdatedRun reads a row of UpdatedRunColumns, with def as the run's
+// definition.
+func ScanUpdatedRun(row Scanner, def json.RawMessage) (record.Run, error) {
+	r, err := scanRun(row, nil)
+	r.Definition = def
+	return r, err
+}
+
+// scanRun reads a row of RunColumns into a run, its definition into *def;
+// of UpdatedRunColumns when def is nil.
+func scanRun(row Scanner, def *[]byte) (record.Run, error) {
 	var r record.Run
 	var status string
-	var def []byte
 	var created, updated, deadline, starts int64
-	if err := row.Scan(&r.ID, &r.Name, &def, &status, &r.Durable, &created, &updated, &deadline, &starts,
-		&r.Version); err != nil {
+	dest := []any{&r.ID, &r.Name, &status, &r.Durable, &created, &updated, &deadline, &starts, &r.Version}
+	if def != nil {
+		dest = slices.Insert(dest, 2, any(def))
+	}
+	if err := row.Scan(dest...); err != nil {
 		return record.Run{}, err
 	}
-	r.Definition, r.Status, r.Starts = json.RawMessage(def), record.RunStatus(status), int(starts)
+	r.Status, r.Starts = record.RunStatus(status), int(starts)
 	r.CreatedAt, r.UpdatedAt, r.Deadline = FromMS(created), FromMS(updated), FromMS(deadline)
 	return r, nil
 }

@@ -29,7 +29,7 @@ const (
 	insertRun = `INSERT INTO workflow_run (` + store.RunColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 	ON CONFLICT (id) DO NOTHING`
 	updateRun = `UPDATE workflow_run SET status = $1, durable = $2, deadline_ms = $3, starts = $4, updated_at_ms = $5,
-	version = version + 1 WHERE id = $6 AND version = $7 RETURNING ` + store.RunColumns
+	version = version + 1 WHERE id = $6 AND version = $7 RETURNING ` + store.UpdatedRunColumns
 	selectRunExists = `SELECT EXISTS (SELECT 1 FROM workflow_run WHERE id = $1)`
 
 	insertTask = `INSERT INTO workflow_task (` + store.TaskColumns + `, position, event_seq)
@@ -161,8 +161,8 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 	var out record.Run
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = store.ScanRun(tx.QueryRow(ctx, updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
-			store.MS(r.UpdatedAt), r.ID, r.Version))
+		out, err = store.ScanUpdatedRun(tx.QueryRow(ctx, updateRun, string(r.Status), r.Durable,
+			store.MS(r.Deadline), r.Starts, store.MS(r.UpdatedAt), r.ID, r.Version), r.Definition)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return cmp.Or(existsIn(ctx, tx, selectRunExists, r.ID), record.ErrConflict)
 		}

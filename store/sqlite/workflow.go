@@ -23,7 +23,7 @@ const (
 	insertRun = `INSERT INTO workflow_run (` + store.RunColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO NOTHING`
 	updateRun = `UPDATE workflow_run SET status = ?, durable = ?, deadline_ms = ?, starts = ?, updated_at_ms = ?,
-	version = version + 1 WHERE id = ? AND version = ? RETURNING ` + store.RunColumns
+	version = version + 1 WHERE id = ? AND version = ? RETURNING ` + store.UpdatedRunColumns
 
 	insertTask = `INSERT INTO workflow_task (` + store.TaskColumns + `, position, event_seq)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`
@@ -146,8 +146,8 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 	var out record.Run
 	err = s.write(ctx, func(b *batch) error {
 		var err error
-		out, err = store.ScanRun(b.QueryRow(updateRun, string(r.Status), r.Durable, store.MS(r.Deadline), r.Starts,
-			store.MS(r.UpdatedAt), r.ID, r.Version))
+		out, err = store.ScanUpdatedRun(b.QueryRow(updateRun, string(r.Status), r.Durable, store.MS(r.Deadline),
+			r.Starts, store.MS(r.UpdatedAt), r.ID, r.Version), r.Definition)
 		if errors.Is(err, sql.ErrNoRows) {
 			if _, err := store.ScanRun(b.QueryRow(selectRun, r.ID)); err != nil {
 				return notFound(err)
