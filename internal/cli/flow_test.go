@@ -227,3 +227,29 @@ func TestFlowReadmeFileIsValid(t *testing.T) {
 		t.Fatalf("the README's file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// An event of the whole run names the run, not an empty task: the budget
+// spent after one start stops the second task.
+func TestFlowRunNamesTheRunInItsOwnEvents(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "two.yaml")
+	writeTestFile(t, file, `name: two
+budget: {runs: 1}
+tasks:
+  first: {run: "true"}
+  second: {run: "true", needs: [first]}
+`)
+	r := flowMain(t, time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC), filepath.Join(dir, "layover.db"),
+		"flow", "run", file, "--run-id", "two-1")
+	if r.code == 0 {
+		t.Fatalf("exit 0 with a budget of one start for two tasks:\n%s", r.stderr)
+	}
+	const want = "layover: run two-1: the budget of 1 task starts is spent: nothing more starts\n"
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	if strings.Contains(r.stderr, "layover: :") {
+		t.Errorf("an event without its run or task:\n%s", r.stderr)
+	}
+}

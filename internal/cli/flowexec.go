@@ -155,9 +155,16 @@ func progress(w io.Writer) func(workflow.Event) {
 	}
 }
 
+// progressLine is one event's line; an event of the whole run (no task)
+// names the run: "layover: run nightly-20261202: the budget of 5 task
+// starts is spent: nothing more starts".
 func progressLine(ev workflow.Event) string {
 	var b strings.Builder
-	b.WriteString("layover: " + shown(ev.Task))
+	if ev.Task == "" {
+		b.WriteString("layover: run " + shown(ev.RunID))
+	} else {
+		b.WriteString("layover: " + shown(ev.Task))
+	}
 	if ev.From != ev.To {
 		b.WriteString(" " + string(ev.To))
 	}
