@@ -5,20 +5,17 @@ import (
 	"fmt"
 )
 
-// canonical is a definition as a run stores it (record.Run.Definition):
-// its defaults applied, durations as Go writes them, keys in a fixed
-// order, so that two equal definitions give equal bytes. A Go function is
-// stored as "func": true: a run id reused with another function is not
-// told apart.
-func canonical(d Definition) ([]byte, error) {
-	type onQuota struct {
+// The stored form of a definition (canonical), read back by
+// decodeCanonical.
+type (
+	storedOnQuota struct {
 		Action  string `json:"action"`
 		MaxWait string `json:"max_wait"`
 	}
-	type budget struct {
+	storedBudget struct {
 		Runs int `json:"runs"`
 	}
-	type task struct {
+	storedTask struct {
 		Name       string   `json:"name"`
 		Needs      []string `json:"needs,omitempty"`
 		Run        string   `json:"run,omitempty"`
@@ -33,19 +30,28 @@ func canonical(d Definition) ([]byte, error) {
 		Env        []string `json:"env,omitempty"`
 		Func       bool     `json:"func,omitempty"`
 	}
-	out := struct {
-		Name     string  `json:"name"`
-		OnQuota  onQuota `json:"on_quota"`
-		Attempts int     `json:"attempts"`
-		Budget   budget  `json:"budget"`
-		Timeout  string  `json:"timeout,omitempty"`
-		Tasks    []task  `json:"tasks"`
-	}{Name: d.Name, OnQuota: onQuota{d.OnQuota.Action, d.OnQuota.MaxWait.String()}, Attempts: d.Attempts, Budget: budget{d.Budget.Runs}}
+	storedDefinition struct {
+		Name     string        `json:"name"`
+		OnQuota  storedOnQuota `json:"on_quota"`
+		Attempts int           `json:"attempts"`
+		Budget   storedBudget  `json:"budget"`
+		Timeout  string        `json:"timeout,omitempty"`
+		Tasks    []storedTask  `json:"tasks"`
+	}
+)
+
+// canonical is a definition as a run stores it (record.Run.Definition):
+// its defaults applied, durations as Go writes them, keys in a fixed
+// order, so that two equal definitions give equal bytes. A Go function is
+// stored as "func": true: a run id reused with another function is not
+// told apart.
+func canonical(d Definition) ([]byte, error) {
+	out := storedDefinition{Name: d.Name, OnQuota: storedOnQuota{d.OnQuota.Action, d.OnQuota.MaxWait.String()}, Attempts: d.Attempts, Budget: storedBudget{d.Budget.Runs}}
 	if d.Timeout > 0 {
 		out.Timeout = d.Timeout.String()
 	}
 	for _, t := range d.Tasks {
-		out.Tasks = append(out.Tasks, task{
+		out.Tasks = append(out.Tasks, storedTask{
 			Name: t.Name, Needs: t.Needs, Run: t.Run, Agent: t.Agent, Prompt: t.Prompt, PromptFile: t.PromptFile,
 			Resume: t.Resume, Check: t.Check, Verify: t.Verify, Goal: t.Goal, Quota: t.Quota, Env: t.Env, Func: t.Func != nil,
 		})

@@ -1,0 +1,511 @@
+package workflow
+
+// Durable runs (docs/workflows.md, Durable runs): flow submit stores the
+// run and hands each task to the durable host as a job; a Coordinator,
+// which serve runs, moves the task records to match their jobs and
+// releases the tasks whose needs completed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/clock"
+	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/workflow/record"
+)
+
+// DurableStore is what a durable run needs of layover's store; every
+// store.Store has it.
+type DurableStore interface {
+	Store
+	Run(ctx context.Context, id string) (record.Run, error)
+	Runs(ctx context.Context) ([]record.Run, error)
+	Job(ctx context.Context, id string) (job.Job, error)
+}
+
+// SubmitOptions configure one Submit. RunID, Store and Jobs are required.
+type SubmitOptions struct {
+	// RunID names the run; an existing durable run of the same definition
+	// is the same submission.
+	RunID string
+	Store DurableStore
+	// Jobs is the host's front door the tasks' jobs enter by.
+	Jobs *host.Jobs
+	// Dir is the tasks' working directory (the workflow file's).
+	Dir string
+	// Clock tells the time (default the system's).
+	Clock clock.Clock
+}
+
+// ErrNotDurable is Submit's error for a run id an in-process run (flow
+// run) already holds.
+var ErrNotDurable = errors.New("workflow: the run is an in-process run (flow run resumes it)")
+
+// Submit stores def as a durable run under o.RunID, every task pending,
+// and submits a job for each task whose needs are met (none). It returns
+// the run's tasks as stored. Submitting the same run id and definition
+// again submits nothing twice.
+func Submit(ctx context.Context, def Definition, o SubmitOptions) ([]record.Task, error) {
+	switch {
+	case o.RunID == "":
+		return nil, errors.New("workflow: a run id is required")
+	case !host.ValidID(o.RunID):
+		return nil, fmt.Errorf("workflow: run id %q: use letters, digits, '.', '_' and '-' (at most 128)", o.RunID)
+	case o.Store == nil || o.Jobs == nil:
+		return nil, errors.New("workflow: a store and the host's jobs are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	def = def.WithDefaults()
+	if err := def.Validate(); err != nil {
+		return nil, fmt.Errorf("workflow: %w", err)
+	}
+	for _, t := range def.Tasks {
+		if t.Func != nil {
+			return nil, fmt.Errorf("workflow: task %s is a Go function: only flow run runs those", t.Name)
+		}
+	}
+	defJ, err := canonical(def)
+	if err != nil {
+		return nil, err
+	}
+	now := o.Clock.Now()
+	r := record.Run{ID: o.RunID, Name: def.Name, Definition: defJ, Status: record.RunRunning, Durable: true}
+	if def.Timeout > 0 {
+		r.Deadline = now.Add(def.Timeout)
+	}
+	var recs []record.Task
+	for _, t := range def.Tasks {
+		rt := record.Task{RunID: r.ID, Name: t.Name, State: record.TaskPending, Stage: "pending", Workdir: o.Dir}
+		if len(t.Needs) > 0 {
+			rt.WaitingOn = "needs " + strings.Join(t.Needs, ", ")
+		}
+		recs = append(recs, rt)
+	}
+	stored, _, err := o.Store.CreateRun(ctx, r, recs, now)
+	if err != nil {
+		if errors.Is(err, record.ErrConflict) {
+			return nil, fmt.Errorf("workflow: run %s exists with another definition: %w", r.ID, err)
+		}
+		return nil, fmt.Errorf("workflow: create run %s: %w", r.ID, err)
+	}
+	if !stored.Durable {
+		return nil, fmt.Errorf("%w: run %s", ErrNotDurable, r.ID)
+	}
+	c := &Coordinator{Store: o.Store, Jobs: o.Jobs, Clock: o.Clock}
+	if err := c.syncRun(ctx, stored); err != nil {
+		return nil, err
+	}
+	return o.Store.RunTasks(ctx, r.ID)
+}
+
+// Coordinator keeps the durable runs moving: Sync reads each task's job,
+// moves the task's record to match, releases the tasks whose needs
+// completed, skips the dependents of a failed task, switches an agent
+// task limited by a quota to a candidate that is not, and sets the run's
+// status. Every write is a compare-and-set on the record and every job id
+// is derived from the run and task, so Sync may run again, or on two
+// hosts at once, without submitting a job twice.
+type Coordinator struct {
+	Store DurableStore
+	Jobs  *host.Jobs
+	Clock clock.Clock // default the system's
+}
+
+// Sync brings every durable run that has not ended up to date with its
+// jobs. A run that fails to sync does not stop the others; the first
+// error is returned.
+func (c *Coordinator) Sync(ctx context.Context) error {
+	runs, err := c.Store.Runs(ctx)
+	if err != nil {
+		return fmt.Errorf("workflow: list runs: %w", err)
+	}
+	var first error
+	for _, r := range runs {
+		if !r.Durable || r.Status == record.RunComplete || r.Status == record.RunCancelled {
+			continue
+		}
+		if err := c.syncRun(ctx, r); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// maxSyncTries bounds the re-reads of a run whose records another writer
+// changed under this Sync.
+const maxSyncTries = 5
+
+// syncRun syncs one run, reading it again after a conflicting write.
+func (c *Coordinator) syncRun(ctx context.Context, r record.Run) error {
+	var err error
+	for try := 0; try < maxSyncTries; try++ {
+		if try > 0 {
+			if r, err = c.Store.Run(ctx, r.ID); err != nil {
+				return fmt.Errorf("workflow: read run %s: %w", r.ID, err)
+			}
+		}
+		if err = c.syncOnce(ctx, r); !errors.Is(err, record.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func (c *Coordinator) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
+}
+
+// syncOnce is one pass over a run's tasks, in dependency order, so that a
+// task completed in this pass releases its dependents in the same pass.
+func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
+	def, err := decodeCanonical(r.Definition)
+	if err != nil {
+		return fmt.Errorf("workflow: run %s: %w", r.ID, err)
+	}
+	recs, err := c.Store.RunTasks(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("workflow: read run %s: %w", r.ID, err)
+	}
+	byName := map[string]*record.Task{}
+	for i := range recs {
+		byName[recs[i].Name] = &recs[i]
+	}
+	if r.Status == record.RunCancelled {
+		return nil
+	}
+	for _, t := range def.Order() {
+		rt := byName[t.Name]
+		if rt == nil {
+			return fmt.Errorf("workflow: run %s: task %s is not stored", r.ID, t.Name)
+		}
+		if err := c.syncTask(ctx, r, def, t, rt, byName); err != nil {
+			return err
+		}
+	}
+	status := durableStatus(recs)
+	if status != r.Status {
+		r.Status = status
+		if _, err := c.Store.UpdateRun(ctx, r, c.now()); err != nil {
+			return fmt.Errorf("workflow: run %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// durableStatus is a durable run's status from its tasks after a pass:
+// complete when every one is, running while a task's job is ready or
+// running, failed when one failed, was skipped or needs an operator, else
+// paused (on a quota).
+func durableStatus(recs []record.Task) record.RunStatus {
+	complete, failed, paused, moving := 0, 0, 0, 0
+	for _, t := range recs {
+		switch t.State {
+		case record.TaskComplete:
+			complete++
+		case record.TaskFailed, record.TaskBlocked, record.TaskAuthWait, record.TaskSkipped, record.TaskCancelled:
+			failed++
+		case record.TaskPaused, record.TaskWaiting:
+			paused++
+		case record.TaskRunning:
+			moving++
+		}
+		// A task still pending after a pass waits for a need that has
+		// not completed: the need's state says where the run stands.
+	}
+	switch {
+	case complete == len(recs):
+		return record.RunComplete
+	case moving > 0:
+		return record.RunRunning
+	case failed > 0:
+		return record.RunFailed
+	}
+	return record.RunPaused
+}
+
+// syncTask moves one task: a pending one is released or skipped, one
+// with a job takes its job's state.
+func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, byName map[string]*record.Task) error {
+	if rt.State.Terminal() {
+		return nil
+	}
+	if rt.JobID == "" {
+		if rt.State != record.TaskPending {
+			return nil
+		}
+		for _, n := range t.Needs {
+			switch s := byName[n].State; s {
+			case record.TaskFailed, record.TaskSkipped, record.TaskCancelled:
+				return c.move(ctx, rt, record.TaskEvent{Reason: "need " + n + " is " + string(s)}, func(x *record.Task) {
+					x.State, x.Stage, x.WaitingOn = record.TaskSkipped, "skipped", ""
+				})
+			case record.TaskComplete:
+			default:
+				return nil
+			}
+		}
+		return c.release(ctx, r, def, t, rt, firstCandidate(t), r.ID+"."+t.Name, "released: its needs are complete")
+	}
+	j, err := c.Store.Job(ctx, rt.JobID)
+	if errors.Is(err, job.ErrNotFound) {
+		// Recorded, then the process ended before it submitted: submit it
+		// now (the same id and spec).
+		return c.submit(ctx, r, def, t, rt.JobID, rt.Candidate, rt.Workdir)
+	}
+	if err != nil {
+		return fmt.Errorf("workflow: run %s task %s: job %s: %w", r.ID, t.Name, rt.JobID, err)
+	}
+	if j.State == job.Deferred && len(t.Agent) > 1 {
+		if next, ok := nextCandidate(t, rt, c.now()); ok {
+			return c.switchCandidate(ctx, r, def, t, rt, j, next)
+		}
+	}
+	return c.follow(ctx, rt, j)
+}
+
+// firstCandidate is a task's first agent candidate ("" for a command).
+func firstCandidate(t Task) string {
+	if len(t.Agent) == 0 {
+		return ""
+	}
+	a, _ := agentcli.AgentNamed(t.Agent[0])
+	return a.Name
+}
+
+// nextCandidate is the first candidate of t after the current one that is
+// not limited at now.
+func nextCandidate(t Task, rt *record.Task, now time.Time) (string, bool) {
+	var names []string
+	cur := -1
+	for i, a := range t.Agent {
+		ag, _ := agentcli.AgentNamed(a)
+		names = append(names, ag.Name)
+		if ag.Name == rt.Candidate {
+			cur = i
+		}
+	}
+	for k := 1; k < len(names); k++ {
+		n := names[(cur+k+len(names))%len(names)]
+		if n == rt.Candidate {
+			continue
+		}
+		if until, ok := rt.Limited[n]; !ok || !until.After(now) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// switchCandidate records the switch (a new job id), cancels the deferred
+// job and submits the next candidate's with the brief.
+func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, old job.Job, next string) error {
+	id := nextJobID(r.ID, t.Name, rt.JobID)
+	prev := rt.Candidate
+	if err := c.move(ctx, rt, record.TaskEvent{Reason: "switched from " + prev + " after a quota, with the brief", Candidate: next},
+		func(x *record.Task) {
+			if x.Limited == nil {
+				x.Limited = map[string]time.Time{}
+			}
+			x.Limited[prev] = old.RunAt
+			x.State, x.Stage, x.Candidate, x.SessionID, x.JobID, x.Quota = record.TaskRunning, "ready", next, "", id, nil
+		}); err != nil {
+		return err
+	}
+	if _, err := c.Jobs.Cancel(ctx, old.ID); err != nil && !errors.Is(err, job.ErrTransition) {
+		return fmt.Errorf("workflow: run %s task %s: cancel job %s: %w", r.ID, t.Name, old.ID, err)
+	}
+	return c.submit(ctx, r, def, t, id, next, rt.Workdir)
+}
+
+// nextJobID is the job id after a candidate switch from cur:
+// <run>.<task>.<n>, n from 2.
+func nextJobID(run, task, cur string) string {
+	base := run + "." + task
+	n := 1
+	if rest, ok := strings.CutPrefix(cur, base+"."); ok {
+		if k, err := strconv.Atoi(rest); err == nil {
+			n = k
+		}
+	}
+	return base + "." + strconv.Itoa(n+1)
+}
+
+// release records a task's job id, then submits the job: a crash between
+// the two leaves a task whose job the next Sync submits.
+func (c *Coordinator) release(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, cand, id, why string) error {
+	if err := c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: cand}, func(x *record.Task) {
+		x.State, x.Stage, x.WaitingOn, x.Candidate, x.JobID = record.TaskRunning, "ready", "", cand, id
+	}); err != nil {
+		return err
+	}
+	return c.submit(ctx, r, def, t, id, cand, rt.Workdir)
+}
+
+// submit submits task t's job id on cand; the same id and spec is the
+// same job, so submitting again is harmless.
+func (c *Coordinator) submit(ctx context.Context, r record.Run, def Definition, t Task, id, cand, dir string) error {
+	spec, err := JobSpec(r, def, t, cand, dir)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.Jobs.Submit(ctx, id, spec); err != nil {
+		return fmt.Errorf("workflow: run %s task %s: submit job %s: %w", r.ID, t.Name, id, err)
+	}
+	return nil
+}
+
+// JobSpec is the job of task t of run r on candidate cand ("" for a
+// command task), run in dir: sh -c RUN, or the candidate's start command
+// with the brief; its resume command continues the conversation (none for
+// resume: restart, which starts again with the brief).
+func JobSpec(r record.Run, def Definition, t Task, cand, dir string) (job.Spec, error) {
+	s := job.Spec{
+		Name: r.ID + "." + t.Name, Workdir: dir, EnvNames: t.Env, Quota: t.Quota,
+		CheckCmd: t.Check, VerifyCmd: t.Verify, MaxAttempts: def.Attempts, Deadline: r.Deadline,
+		Flow: &job.FlowRef{Run: r.ID, Task: t.Name},
+	}
+	if len(t.Agent) == 0 {
+		s.Argv = []string{"sh", "-c", t.Run}
+		return s, nil
+	}
+	a, ok := agentcli.AgentNamed(cand)
+	if !ok {
+		return job.Spec{}, fmt.Errorf("workflow: task %s: unknown agent %q", t.Name, cand)
+	}
+	s.Agent = a.Name
+	s.Argv = []string{"sh", "-c", strings.ReplaceAll(a.StartCmd, "{prompt}", agentcli.ShellQuote(t.Prompt))}
+	if t.Resume != ResumeRestart {
+		s.ResumeCmd = a.ResumeCmd
+	}
+	return s, nil
+}
+
+// follow moves a task's record to its job's state.
+func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) error {
+	var to record.TaskState
+	switch j.State {
+	case job.Ready, job.Running:
+		to = record.TaskRunning
+	case job.Deferred, job.Resumable:
+		to = record.TaskPaused
+	case job.AuthWait:
+		to = record.TaskAuthWait
+	case job.Blocked:
+		to = record.TaskBlocked
+	case job.Complete:
+		to = record.TaskComplete
+	case job.Failed:
+		to = record.TaskFailed
+	case job.Cancelled:
+		to = record.TaskCancelled
+	default:
+		return nil
+	}
+	stage := safe(j.Stage)
+	if stage == "" {
+		stage = string(to)
+	}
+	var q *record.Quota
+	if to == record.TaskPaused {
+		q = jobQuota(j)
+	}
+	if rt.State == to && rt.Stage == stage && rt.Starts == j.Runs && rt.Attempts == j.Attempts && sameQuota(rt.Quota, q) {
+		return nil
+	}
+	ev := record.TaskEvent{Reason: "job " + j.ID + " is " + string(j.State), Candidate: rt.Candidate}
+	if rt.State == to {
+		ev.Reason = "job " + j.ID + ": " + stage
+	}
+	return c.move(ctx, rt, ev, func(x *record.Task) {
+		x.State, x.Stage, x.Starts, x.Attempts, x.Quota, x.SessionID = to, stage, j.Runs, j.Attempts, q, j.SessionID
+		x.WaitingOn = ""
+		if q != nil {
+			x.WaitingOn = waitingOn(*q)
+		}
+		if j.Checkpoint != nil {
+			cp := *j.Checkpoint
+			x.Checkpoint = &cp
+		}
+	})
+}
+
+// jobQuota is the quota record of a deferred job: its provider and
+// resource from its quota names (else its agent's provider), its reset the
+// job's wake-up, its message the job's stage.
+func jobQuota(j job.Job) *record.Quota {
+	q := &record.Quota{Provider: j.Spec.Provider, ResetAt: j.RunAt, Message: safe(j.Stage)}
+	if len(j.Spec.Quota) > 0 {
+		p, res, _ := strings.Cut(j.Spec.Quota[0], ":")
+		if q.Provider == "" {
+			q.Provider = p
+		}
+		q.Resource = res
+	}
+	if q.Provider == "" && j.Spec.Agent != "" {
+		if a, ok := agentcli.AgentNamed(j.Spec.Agent); ok {
+			q.Provider = a.Provider
+		}
+	}
+	return q
+}
+
+func sameQuota(a, b *record.Quota) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Provider == b.Provider && a.Resource == b.Resource && a.ResetAt.Equal(b.ResetAt) && a.Message == b.Message
+}
+
+// move writes a change to rt with its event, a compare-and-set on rt's
+// version; rt becomes the stored record.
+func (c *Coordinator) move(ctx context.Context, rt *record.Task, ev record.TaskEvent, change func(*record.Task)) error {
+	t := *rt
+	change(&t)
+	now := c.now()
+	ev.RunID, ev.Task, ev.At, ev.From, ev.To = t.RunID, t.Name, now, rt.State, t.State
+	ev.Reason = safe(ev.Reason)
+	stored, err := c.Store.UpdateTask(ctx, t, &ev, now)
+	if err != nil {
+		return fmt.Errorf("workflow: run %s task %s: %w", t.RunID, t.Name, err)
+	}
+	*rt = stored
+	return nil
+}
+
+// decodeCanonical reads a definition back from its stored form
+// (canonical).
+func decodeCanonical(b []byte) (Definition, error) {
+	var in storedDefinition
+	if err := json.Unmarshal(b, &in); err != nil {
+		return Definition{}, fmt.Errorf("the stored definition: %w", err)
+	}
+	d := Definition{Name: in.Name, Attempts: in.Attempts, Budget: Budget{Runs: in.Budget.Runs}, OnQuota: OnQuota{Action: in.OnQuota.Action}}
+	var err error
+	if in.OnQuota.MaxWait != "" {
+		if d.OnQuota.MaxWait, err = time.ParseDuration(in.OnQuota.MaxWait); err != nil {
+			return Definition{}, fmt.Errorf("the stored definition: %w", err)
+		}
+	}
+	if in.Timeout != "" {
+		if d.Timeout, err = time.ParseDuration(in.Timeout); err != nil {
+			return Definition{}, fmt.Errorf("the stored definition: %w", err)
+		}
+	}
+	for _, t := range in.Tasks {
+		d.Tasks = append(d.Tasks, Task{Name: t.Name, Needs: t.Needs, Run: t.Run, Agent: t.Agent, Prompt: t.Prompt, PromptFile: t.PromptFile,
+			Resume: t.Resume, Check: t.Check, Verify: t.Verify, Goal: t.Goal, Quota: t.Quota, Env: t.Env})
+	}
+	return d, nil
+}
