@@ -48,6 +48,14 @@ type Options struct {
 	// Env is the tasks' environment before the LAYOVER_* variables
 	// (default os.Environ()).
 	Env []string
+	// StoreLocation is handed to command and agent tasks as LAYOVER_STORE,
+	// so `layover checkpoint` inside a task records the checkpoint in the
+	// run's store; "" leaves Env's.
+	StoreLocation string
+	// CheckpointDir holds the files LAYOVER_CHECKPOINT points at: a task's
+	// last checkpoint data, handed to its next attempt (default a
+	// temporary directory, removed when Start returns).
+	CheckpointDir string
 	// Shell runs run:, check: and verify: commands and agent templates as
 	// Shell -c CMD (default /bin/sh).
 	Shell string
@@ -119,6 +127,7 @@ func Start(ctx context.Context, def Definition, o Options) (Result, error) {
 	if err != nil {
 		return Result{RunID: o.RunID}, err
 	}
+	defer e.removeCheckpoints()
 	if err := e.open(ctx); err != nil {
 		return Result{RunID: o.RunID}, err
 	}
@@ -201,6 +210,9 @@ type taskRun struct {
 	// switched: the next attempt is on another candidate after a quota.
 	switched bool
 	stop     chan struct{} // closes the pending timer, if any
+	// checkpointPath is LAYOVER_CHECKPOINT of the attempt under way: its
+	// last checkpoint's data, written as it began; "" for none.
+	checkpointPath string
 }
 
 type engine struct {
@@ -223,6 +235,8 @@ type engine struct {
 	cancelRuns context.CancelFunc
 	results    chan done // work done, to apply in the loop
 	timers     int
+	// ckDir is the temporary CheckpointDir made for this Start, if any.
+	ckDir string
 }
 
 func newEngine(def Definition, o Options) (*engine, error) {
@@ -718,6 +732,14 @@ func (e *engine) move(ctx context.Context, tr *taskRun, change func(*record.Task
 	ev.Reason = safe(ev.Reason)
 	t.Stage = safe(t.Stage)
 	stored, err := e.o.Store.UpdateTask(ctx, t, &ev, now)
+	if errors.Is(err, record.ErrConflict) && e.checkpointed(ctx, tr) {
+		// `layover checkpoint` inside the attempt wrote the task: the
+		// change applies to what it wrote.
+		t = tr.rec
+		change(&t)
+		t.Stage = safe(t.Stage)
+		stored, err = e.o.Store.UpdateTask(ctx, t, &ev, now)
+	}
 	if err != nil {
 		return fmt.Errorf("workflow: task %s: %w", t.Name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -158,6 +160,9 @@ func (e *engine) begin(ctx context.Context, tr *taskRun, cand string) error {
 	n := tr.rec.Starts + 1
 	id := e.attemptID(tr, n)
 	cmd, session, why := e.command(tr, cand)
+	if tr.def.Func == nil {
+		tr.checkpointPath = e.checkpointFile(tr)
+	}
 	tr.afterPause, tr.switched, tr.phase = false, false, busy
 	if err := e.move(ctx, tr, func(t *record.Task) {
 		t.State, t.Stage, t.WaitingOn, t.Starts = record.TaskRunning, "running", "", n
@@ -220,17 +225,97 @@ func (e *engine) env(tr *taskRun, attemptID string) []string {
 		"LAYOVER_IDEMPOTENCY_KEY": e.o.RunID + ":" + tr.def.Name,
 		"LAYOVER_ATTEMPT_ID":      attemptID,
 	}
+	names := []string{"LAYOVER_RUN_ID", "LAYOVER_TASK", "LAYOVER_IDEMPOTENCY_KEY", "LAYOVER_ATTEMPT_ID"}
+	if e.o.StoreLocation != "" {
+		own["LAYOVER_STORE"] = e.o.StoreLocation
+		names = append(names, "LAYOVER_STORE")
+	}
+	if path := tr.checkpointPath; path != "" {
+		own["LAYOVER_CHECKPOINT"] = path
+		names = append(names, "LAYOVER_CHECKPOINT")
+	}
 	out := make([]string, 0, len(e.o.Env)+len(own))
 	for _, kv := range e.o.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, mine := own[k]; !mine {
+		if _, mine := own[k]; !mine && k != "LAYOVER_CHECKPOINT" {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"LAYOVER_RUN_ID", "LAYOVER_TASK", "LAYOVER_IDEMPOTENCY_KEY", "LAYOVER_ATTEMPT_ID"} {
+	for _, k := range names {
 		out = append(out, k+"="+own[k])
 	}
 	return out
+}
+
+// checkpointFile writes tr's last checkpoint data (JSON "null" for none)
+// to a file of CheckpointDir for its next attempt, and returns its path:
+// "" when tr has no checkpoint or the file cannot be written. It runs
+// under the lock, as the attempt begins.
+func (e *engine) checkpointFile(tr *taskRun) string {
+	cp := tr.rec.Checkpoint
+	if cp == nil {
+		return ""
+	}
+	dir := e.o.CheckpointDir
+	if dir == "" {
+		if e.ckDir == "" {
+			d, err := os.MkdirTemp("", "layover-checkpoints-")
+			if err != nil {
+				return ""
+			}
+			e.ckDir = d
+		}
+		dir = e.ckDir
+	}
+	data := cp.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	path := filepath.Join(dir, e.o.RunID+"."+tr.def.Name+".json")
+	if os.WriteFile(path, data, 0o600) != nil {
+		return ""
+	}
+	return path
+}
+
+// removeCheckpoints removes the temporary CheckpointDir, if one was made.
+func (e *engine) removeCheckpoints() {
+	if e.ckDir != "" {
+		_ = os.RemoveAll(e.ckDir)
+	}
+}
+
+// checkpointed reports whether tr's stored record is its running attempt's
+// with a checkpoint `layover checkpoint` wrote since the engine's last
+// write, and if so takes that checkpoint and version into tr's record.
+// Any other change is another writer's: the caller's conflict stands.
+func (e *engine) checkpointed(ctx context.Context, tr *taskRun) bool {
+	if tr.rec.State != record.TaskRunning {
+		return false
+	}
+	recs, err := e.o.Store.RunTasks(ctx, tr.rec.RunID)
+	if err != nil {
+		return false
+	}
+	for _, cur := range recs {
+		if cur.Name != tr.rec.Name {
+			continue
+		}
+		r := tr.rec
+		// The same attempt (state, start count, candidate) with a
+		// checkpoint written since.
+		if cur.Version <= r.Version || cur.Checkpoint == nil || cur.State != r.State || cur.Starts != r.Starts ||
+			cur.Candidate != r.Candidate {
+			return false
+		}
+		// What the engine holds but has not written yet (the attempt's
+		// session, a transient failure's count) stays; the checkpoint,
+		// its stage and the version are the store's.
+		r.Checkpoint, r.Stage, r.Version, r.UpdatedAt = cur.Checkpoint, cur.Stage, cur.Version, cur.UpdatedAt
+		tr.rec = r
+		return true
+	}
+	return false
 }
 
 // hostRun is the host.Run of a shell command of tr.

@@ -105,7 +105,7 @@ func commands() []subcommand {
 		{"unblock", "return a blocked job to ready", runUnblock},
 		{"adopt", "hand a job deferred without a host to the live host", runAdopt},
 		{"flow", "run a workflow file: a task graph that pauses on quota and resumes by run id", runFlow},
-		{"checkpoint", "record a job's last verified stage (inside a job)", runCheckpoint},
+		{"checkpoint", "record a job's or workflow task's last verified stage (inside it)", runCheckpoint},
 		{"demo", "show layover against an embedded fake GitHub in under a minute", runDemo},
 	}
 }

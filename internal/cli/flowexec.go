@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 	known := knownSecrets(env, o.Store)
 	opts := workflow.Options{
 		RunID: runID, Store: st, Clock: env.Clock, Rand: env.Rand, Policy: o.Policy,
-		Dir: dir, Env: env.Environ,
+		Dir: dir, Env: env.Environ, StoreLocation: cmp.Or(o.Store, env.Getenv("LAYOVER_STORE")),
 		Events: progress(env.Stderr),
 	}
 	if needsQuotas(def) {
