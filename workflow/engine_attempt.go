@@ -59,7 +59,7 @@ func (e *engine) launch(ctx context.Context, tr *taskRun, cand string) error {
 	id := e.attemptID(tr, tr.rec.Starts+1)
 	e.spawn(func() func() error {
 		res := e.shell(e.runCtx, tr, tr.def.Check, id)
-		return func() error { return e.checked(ctx, tr, cand, res) }
+		return func() error { return e.checked(ctx, tr, cand, id, res) }
 	})
 	return nil
 }
@@ -73,8 +73,9 @@ func (e *engine) spent() error {
 	return nil
 }
 
-// checked applies a check's exit: 0 complete, 1 run, other blocked.
-func (e *engine) checked(ctx context.Context, tr *taskRun, cand string, res host.Result) error {
+// checked applies a check's exit: 0 complete (once verify, when set,
+// exits 0 too), 1 run, other blocked.
+func (e *engine) checked(ctx context.Context, tr *taskRun, cand, id string, res host.Result) error {
 	if e.runCtx.Err() != nil {
 		return e.halted(ctx, tr, "the check was stopped")
 	}
@@ -82,20 +83,59 @@ func (e *engine) checked(ctx context.Context, tr *taskRun, cand string, res host
 	ev := record.TaskEvent{ExitCode: &code, Candidate: cand}
 	switch code {
 	case 0:
+		if tr.def.Verify != "" {
+			e.spawn(func() func() error {
+				v := e.shell(e.runCtx, tr, tr.def.Verify, id)
+				return func() error { return e.checkVerified(ctx, tr, cand, v) }
+			})
+			return nil
+		}
 		tr.phase = held
 		ev.Reason = "check: the outcome already holds"
 		return e.move(ctx, tr, func(t *record.Task) { t.State, t.Stage, t.Quota = record.TaskComplete, "complete", nil }, ev, time.Time{})
 	case 1:
-		if !e.canStartAfter() {
-			tr.phase = idle
-			ev.Reason = "check: run it; " + e.whyNoStart()
-			return e.move(ctx, tr, func(t *record.Task) { t.State, t.Stage = record.TaskPending, "pending" }, ev, time.Time{})
-		}
-		return e.begin(ctx, tr, cand)
+		return e.rerun(ctx, tr, cand, ev, "check: run it", false)
 	}
 	tr.phase = held
 	ev.Reason = fmt.Sprintf("check exited %d: neither done nor to run", code)
 	return e.move(ctx, tr, func(t *record.Task) { t.State, t.Stage = record.TaskBlocked, "blocked" }, ev, time.Time{})
+}
+
+// checkVerified applies the verify command run after a check exited 0:
+// 0 completes the task; another exit runs it, as a check's exit 1 does.
+func (e *engine) checkVerified(ctx context.Context, tr *taskRun, cand string, res host.Result) error {
+	if e.runCtx.Err() != nil {
+		return e.halted(ctx, tr, "the verify command was stopped")
+	}
+	code := res.ExitCode
+	ev := record.TaskEvent{ExitCode: &code, Candidate: cand}
+	if code == 0 {
+		tr.phase = held
+		ev.Reason = "check: the outcome already holds, verified"
+		return e.move(ctx, tr, func(t *record.Task) { t.State, t.Stage, t.Quota = record.TaskComplete, "complete", nil }, ev, time.Time{})
+	}
+	return e.rerun(ctx, tr, cand, ev, fmt.Sprintf("check exited 0 but verify exited %d: run it", code), true)
+}
+
+// rerun starts a task its check said to run, or puts it back pending when
+// nothing more starts.
+//
+// note: the event ev is written even when the task starts (a check's exit
+// 1 needs none: the start is its outcome).
+func (e *engine) rerun(ctx context.Context, tr *taskRun, cand string, ev record.TaskEvent, why string, note bool) error {
+	if !e.canStartAfter() {
+		tr.phase = idle
+		ev.Reason = why + "; " + e.whyNoStart()
+		return e.move(ctx, tr, func(t *record.Task) { t.State, t.Stage = record.TaskPending, "pending" }, ev, time.Time{})
+	}
+	if note {
+		// The start that follows says nothing of why it runs: say it first.
+		ev.Reason = why
+		if err := e.move(ctx, tr, func(*record.Task) {}, ev, time.Time{}); err != nil {
+			return err
+		}
+	}
+	return e.begin(ctx, tr, cand)
 }
 
 // canStartAfter is canStart for a task whose check just ended: its own
