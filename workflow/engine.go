@@ -553,16 +553,18 @@ func (e *engine) schedule(ctx context.Context) error {
 
 // decide handles one idle task whose state allows a run.
 func (e *engine) decide(ctx context.Context, tr *taskRun) error {
+	// A need that failed skips the task even while another is unfinished.
 	for _, n := range tr.def.Needs {
-		need := e.index[n]
-		switch s := need.rec.State; s {
+		switch s := e.index[n].rec.State; s {
 		case record.TaskFailed, record.TaskSkipped, record.TaskCancelled:
 			tr.phase = held
 			return e.move(ctx, tr, func(t *record.Task) {
 				t.State, t.Stage, t.WaitingOn = record.TaskSkipped, "skipped", ""
 			}, record.TaskEvent{Reason: fmt.Sprintf("needs %s, which is %s", n, s)}, time.Time{})
-		case record.TaskComplete:
-		default:
+		}
+	}
+	for _, n := range tr.def.Needs {
+		if e.index[n].rec.State != record.TaskComplete {
 			return nil // it waits for its needs (WaitingOn says which)
 		}
 	}
