@@ -209,6 +209,9 @@ type taskRun struct {
 	afterPause bool
 	// switched: the next attempt is on another candidate after a quota.
 	switched bool
+	// admitted: the quota check before a start found nothing exhausted,
+	// so the next decide starts the task without checking again.
+	admitted bool
 	stop     chan struct{} // closes the pending timer, if any
 	// checkpointPath is LAYOVER_CHECKPOINT of the attempt under way: its
 	// last checkpoint's data, written as it began; "" for none.
@@ -368,6 +371,9 @@ func (e *engine) loop(ctx context.Context) (Result, error) {
 			return e.result(), err
 		}
 		if quiet {
+			if ctxErr == nil && ctx.Err() != nil {
+				ctxErr = ctx.Err() // it ended before the loop saw it: nothing started since
+			}
 			break
 		}
 		select {
@@ -570,14 +576,11 @@ func (e *engine) decide(ctx context.Context, tr *taskRun) error {
 	}
 	now := e.now()
 	cand, ok := tr.available(now)
-	if ok && e.canStart() && e.o.Quotas != nil && len(tr.def.Quota) > 0 {
-		if q, exhausted := e.preflight(ctx, tr.def.Quota, now); exhausted {
-			for _, c := range tr.cands {
-				tr.limits[c] = later(tr.limits[c], quota.RerunAt(now, q.ResetAt))
-				tr.hits[c] = q
-			}
-			cand, ok = "", false
-		}
+	admitted := tr.admitted
+	tr.admitted = false
+	if ok && e.canStart() && e.o.Quotas != nil && len(tr.def.Quota) > 0 && !admitted {
+		e.admit(ctx, tr)
+		return nil
 	}
 	if !ok {
 		c, q := tr.earliest(now)

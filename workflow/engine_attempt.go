@@ -37,9 +37,10 @@ func (e *engine) spawn(work func() func() error) {
 	}()
 }
 
-// canStart reports whether a task may start now.
+// canStart reports whether a task may start now: not once Start's
+// context ended, even before the loop has seen it.
 func (e *engine) canStart() bool {
-	return !e.stopped && !e.timedOut && !e.budgetOut && e.running < e.o.Concurrency
+	return !e.stopped && !e.timedOut && !e.budgetOut && e.running < e.o.Concurrency && e.runCtx.Err() == nil
 }
 
 // launch starts a task on cand: its check first when it started before.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/workflow/record"
 )
 
@@ -25,6 +26,39 @@ func QuotaFault(err error) (resetAt time.Time, message string, ok bool) {
 		return oe.Outcome.ResetAt, oe.Error(), true
 	}
 	return time.Time{}, "", false
+}
+
+// admit runs the quota check of a task about to start off the lock, with
+// the run's context (it ends with the run); what it finds is applied by
+// the loop: nothing exhausted, the task starts at its next decide; an
+// exhausted quota limits every candidate until its reset (the task then
+// waits or pauses without starting), or fails the task under on_quota
+// fail.
+func (e *engine) admit(ctx context.Context, tr *taskRun) {
+	tr.phase = busy
+	names := tr.def.Quota
+	e.spawn(func() func() error {
+		q, exhausted := e.preflight(e.runCtx, names, e.now())
+		return func() error {
+			tr.phase = idle
+			if !exhausted {
+				tr.admitted = true
+				return nil
+			}
+			if e.def.OnQuota.Action == ActionFail {
+				tr.phase = held
+				return e.move(ctx, tr, func(t *record.Task) {
+					t.State, t.Stage, t.WaitingOn, t.Quota = record.TaskFailed, "failed", "", &q
+				}, record.TaskEvent{Reason: "on_quota fail: " + q.Message}, time.Time{})
+			}
+			now := e.now()
+			for _, c := range tr.cands {
+				tr.limits[c] = later(tr.limits[c], quota.RerunAt(now, q.ResetAt))
+				tr.hits[c] = q
+			}
+			return nil
+		}
+	})
 }
 
 // preflight asks Options.Quotas for the current state of a task's quotas
