@@ -111,9 +111,9 @@ var ErrDurable = errors.New("workflow: the run belongs to the durable host")
 
 // Start runs def under o.RunID until nothing more can run, and returns
 // where the run stands: complete, paused (a task waits for a quota's
-// reset beyond on_quota.max_wait, or the run's timeout cut a wait) or
-// failed (a task failed, is blocked or waits for credentials, or the
-// budget is spent). Task failures are the Result's, not errors; the error
+// reset beyond on_quota.max_wait) or failed (a task failed, is blocked or
+// waits for credentials, the budget is spent, or the run's timeout
+// passed). Task failures are the Result's, not errors; the error
 // is a bad definition or Options, a store that fails, or ctx ending (the
 // Result then holds the run as left: interrupted tasks are pending again).
 //
@@ -432,7 +432,8 @@ func (e *engine) stopTimers() {
 }
 
 // timeout ends the waits at the run's deadline and stops what runs: each
-// task stays (or becomes) paused, and nothing more starts.
+// task stays (or becomes) paused, nothing more starts, and the run is
+// failed.
 func (e *engine) timeout(ctx context.Context) error {
 	e.timedOut = true
 	e.cancelRuns()
@@ -511,7 +512,8 @@ func (e *engine) status() (record.RunStatus, string) {
 	case len(failed) > 0:
 		return record.RunFailed, strings.Join(failed, ", ")
 	case e.timedOut:
-		return record.RunPaused, "the run's timeout passed; not complete: " + strings.Join(append(paused, waiting...), ", ")
+		return record.RunFailed, fmt.Sprintf("the run's timeout passed at %s; start a new run id (not complete: %s)",
+			e.run.Deadline.UTC().Format(time.RFC3339), strings.Join(append(paused, waiting...), ", "))
 	case len(paused) > 0:
 		return record.RunPaused, "paused on a quota: " + strings.Join(paused, ", ")
 	}

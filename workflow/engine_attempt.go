@@ -157,7 +157,7 @@ func (e *engine) whyNoStart() string {
 }
 
 // halted puts back a task whose work the run stopped: paused after the
-// run's timeout (a later run goes on), pending when interrupted.
+// run's timeout (the run is failed), pending when interrupted.
 func (e *engine) halted(ctx context.Context, tr *taskRun, what string) error {
 	tr.phase = held
 	if e.timedOut {

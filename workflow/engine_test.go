@@ -581,8 +581,9 @@ func TestBudget(t *testing.T) {
 	})
 }
 
-// The run's timeout ends a wait: the task stays paused, and the run is
-// paused; a Start after the deadline starts nothing.
+// The run's timeout ends a wait: the task stays paused with its quota
+// record, and the run is failed, saying when the timeout passed; a Start
+// after the deadline starts nothing and says so again.
 func TestTimeoutEndsWait(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, st store.Store) {
@@ -597,17 +598,25 @@ func TestTimeoutEndsWait(t *testing.T) {
 		def := workflow.Definition{Name: "nightly", Timeout: time.Hour, OnQuota: workflow.OnQuota{MaxWait: 6 * time.Hour},
 			Tasks: []workflow.Task{{Name: "a", Func: a.fn}}}
 		res := b.start(def)
-		if res.Status != record.RunPaused || !strings.Contains(res.Reason, "timeout") {
+		want := "the run's timeout passed at 2026-09-28T03:00:00Z; start a new run id"
+		if res.Status != record.RunFailed || !strings.HasPrefix(res.Reason, want) {
 			t.Fatalf("status %s (%s)", res.Status, res.Reason)
 		}
 		wantState(t, res, map[string]record.TaskState{"a": record.TaskPaused})
+		if q := task(t, res, "a").Quota; q == nil || q.Resource != "core" {
+			t.Errorf("a's quota record %+v", q)
+		}
 		if got := b.moves("a"); !slices.Contains(got, "waiting>paused: the run's timeout ended the wait") {
 			t.Errorf("a's moves %q", got)
 		}
 		b.clk.Set(t0.Add(4 * time.Hour)) // past the reset, past the deadline
 		res = b.start(def)
-		if res.Status != record.RunPaused || a.calls.Load() != 1 {
-			t.Errorf("after the deadline: %s, %d calls", res.Status, a.calls.Load())
+		if res.Status != record.RunFailed || !strings.HasPrefix(res.Reason, want) || a.calls.Load() != 1 {
+			t.Errorf("after the deadline: %s (%s), %d calls", res.Status, res.Reason, a.calls.Load())
+		}
+		wantState(t, res, map[string]record.TaskState{"a": record.TaskPaused})
+		if run, err := st.Run(t.Context(), b.runID); err != nil || run.Status != record.RunFailed {
+			t.Errorf("the stored run: %+v %v", run.Status, err)
 		}
 	})
 }
