@@ -105,6 +105,24 @@ type Event struct {
 	Until time.Time
 }
 
+// ErrBusy is Start's error for a run that another process runs: its
+// status is running and it was written within OwnerTimeout. It is a
+// record.ErrConflict too (errors.Is).
+var ErrBusy error = busyError{}
+
+type busyError struct{}
+
+func (busyError) Error() string        { return "workflow: another process runs the run" }
+func (busyError) Is(target error) bool { return target == record.ErrConflict }
+
+// While a Start runs it renews its run (rewrites it) every RenewEvery of
+// its Clock; a run left running that was not written for OwnerTimeout
+// belongs to a process that is gone, and the next Start takes it over.
+const (
+	RenewEvery   = 10 * time.Second
+	OwnerTimeout = 30 * time.Second
+)
+
 // ErrDurable is Start's error for a run that flow submit handed to the
 // durable host: serve runs it, not Start.
 var ErrDurable = errors.New("workflow: the run belongs to the durable host")
@@ -300,6 +318,10 @@ func (e *engine) open(ctx context.Context) error {
 	if !created && stored.Durable {
 		return fmt.Errorf("%w: run %s (flow status shows it)", ErrDurable, r.ID)
 	}
+	if since := now.Sub(stored.UpdatedAt); !created && stored.Status == record.RunRunning && since < OwnerTimeout {
+		return fmt.Errorf("%w: run %s is running, written %s ago (a run left by a process that is gone is taken over %s after its last write)",
+			ErrBusy, r.ID, since.Round(time.Second), OwnerTimeout)
+	}
 	if recs, err = e.o.Store.RunTasks(ctx, r.ID); err != nil {
 		return fmt.Errorf("workflow: read run %s: %w", r.ID, err)
 	}
@@ -331,7 +353,9 @@ func (e *engine) open(ctx context.Context) error {
 		}
 		return nil
 	}
-	if e.run.Status != record.RunRunning {
+	if !created {
+		// Writing the run claims it: of two processes taking over a run
+		// left by a third, the second to write gets record.ErrConflict.
 		e.run.Status = record.RunRunning
 		if e.run, err = e.o.Store.UpdateRun(ctx, e.run, now); err != nil {
 			return fmt.Errorf("workflow: resume run %s: %w", r.ID, err)
@@ -352,6 +376,7 @@ func (e *engine) loop(ctx context.Context) (Result, error) {
 	}
 	var ctxErr error
 	interrupted := ctx.Done()
+	renew := e.o.Clock.After(RenewEvery)
 	if !e.run.Deadline.IsZero() && !e.now().Before(e.run.Deadline) {
 		deadline = nil
 		e.mu.Lock()
@@ -386,6 +411,11 @@ func (e *engine) loop(ctx context.Context) (Result, error) {
 			e.mu.Lock()
 			err = e.timeout(wctx)
 			e.mu.Unlock()
+		case <-renew:
+			renew = e.o.Clock.After(RenewEvery)
+			e.mu.Lock()
+			err = e.renew(wctx)
+			e.mu.Unlock()
 		case <-interrupted:
 			interrupted = nil
 			ctxErr = ctx.Err()
@@ -404,6 +434,20 @@ func (e *engine) loop(ctx context.Context) (Result, error) {
 		return e.result(), err
 	}
 	return e.result(), ctxErr
+}
+
+// renew rewrites the run, so that another process sees it is run
+// (OwnerTimeout).
+func (e *engine) renew(ctx context.Context) error {
+	if e.run.Status != record.RunRunning {
+		return nil
+	}
+	r, err := e.o.Store.UpdateRun(ctx, e.run, e.now())
+	if err != nil {
+		return fmt.Errorf("workflow: renew run %s: %w", e.run.ID, err)
+	}
+	e.run = r
+	return nil
 }
 
 // abort stops every attempt and waits for them, after a store failure.

@@ -93,11 +93,13 @@ func (s safeLines) Write(p []byte) (int, error) {
 }
 
 // flowError maps an error of workflow.Start to an exit code: a run id
-// already used by another definition, a run another process wrote first,
+// already used by another definition, a run another process runs or wrote first,
 // or a run the durable host owns, is a refused operation (1), a record the store refuses an input error (2),
 // else layover failed (125).
 func flowError(err error) error {
 	switch {
+	case errors.Is(err, workflow.ErrBusy):
+		return failErr("flow run: %v", err)
 	case errors.Is(err, record.ErrConflict):
 		// Another definition under the run id, or another process writing
 		// the run: the engine's message says which.

@@ -27,3 +27,27 @@ func TestFlowRunTaskOutputIsSafe(t *testing.T) {
 		}
 	})
 }
+
+// A second flow run of a run id that another process runs is refused,
+// exit 1, and runs nothing; the first one goes on.
+func TestFlowRunRefusesARunAnotherProcessRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	writeTestFile(t, filepath.Join(b.dir, "w.yaml"), `name: w
+tasks:
+  slow: {run: "echo ran >> slow.out; while [ ! -e go ]; do sleep 0.05; done"}
+`)
+	p := b.start("flow", "run", "w.yaml", "--run-id", "w1")
+	p.waitLine(t, "layover: slow running")
+	r := b.layover("flow", "run", "w.yaml", "--run-id", "w1")
+	if r.code != 1 || !strings.Contains(r.stderr, "flow run: workflow: another process runs the run: run w1 is running, written") {
+		t.Errorf("a second flow run: exit %d\n%s", r.code, r.stderr)
+	}
+	writeTestFile(t, filepath.Join(b.dir, "go"), "")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("the first flow run: exit %d\n%s", code, p.stderr())
+	}
+	if b.lines("slow.out") != 1 {
+		t.Errorf("slow ran %d times, want once", b.lines("slow.out"))
+	}
+}
