@@ -64,7 +64,7 @@ func TestOneProcessRunsARun(t *testing.T) {
 			t.Fatal("the run was never renewed")
 		}
 		for i, err := range errs {
-			if !errors.Is(err, record.ErrConflict) || !errors.Is(err, record.ErrConflict) || !strings.Contains(err.Error(), "is running, written") {
+			if !errors.Is(err, workflow.ErrBusy) || !errors.Is(err, record.ErrConflict) || !strings.Contains(err.Error(), "is running, written") {
 				t.Errorf("second process %d: %v, want ErrBusy", i+1, err)
 			}
 		}
@@ -88,7 +88,7 @@ func TestOneProcessRunsARun(t *testing.T) {
 		}
 		left := b.clk.Now()
 		b.clk.Set(left.Add(20 * time.Second))
-		if _, err := b.startErr(def); !errors.Is(err, record.ErrConflict) || a.calls.Load() != 1 {
+		if _, err := b.startErr(def); !errors.Is(err, workflow.ErrBusy) || a.calls.Load() != 1 {
 			t.Errorf("20 s after the last write: %v, %d calls", err, a.calls.Load())
 		}
 		b.clk.Set(left.Add(2 * time.Minute))
