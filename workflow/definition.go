@@ -35,8 +35,10 @@ type Definition struct {
 	Attempts int
 	// Budget bounds the task starts of one run.
 	Budget Budget
-	// Timeout bounds a whole run, 0 to MaxDuration; 0 is none. It also
-	// ends a wait in the process: the task stays paused.
+	// Timeout bounds a whole run from its creation, 0 to MaxDuration; 0 is
+	// none. When it passes, waits end, attempts under way stop, paused
+	// tasks stay paused with their quota record, and the run is failed (a
+	// later start of the same run id runs nothing: start a new one).
 	Timeout time.Duration
 	// Tasks are the tasks in the order written; Order gives a dependency
 	// order.
