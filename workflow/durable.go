@@ -118,6 +118,9 @@ type Coordinator struct {
 	Store DurableStore
 	Jobs  *host.Jobs
 	Clock clock.Clock // default the system's
+	// Moved, when set, is told of each run whose status this Sync changed,
+	// as stored.
+	Moved func(record.Run)
 }
 
 // Sync brings every durable run that has not ended up to date with its
@@ -197,8 +200,12 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 	status := durableStatus(recs)
 	if status != r.Status {
 		r.Status = status
-		if _, err := c.Store.UpdateRun(ctx, r, c.now()); err != nil {
+		stored, err := c.Store.UpdateRun(ctx, r, c.now())
+		if err != nil {
 			return fmt.Errorf("workflow: run %s: %w", r.ID, err)
+		}
+		if c.Moved != nil {
+			c.Moved(stored)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 func flowCommands() []subcommand {
 	return []subcommand{
 		{"run", "run a workflow file in this process: exit 0 complete, 6 paused, 1 failed or blocked, 2 a bad file", runFlowRun},
+		{"submit", "hand a workflow file's run to the durable host (serve): prints the run id; 2 a bad file", runFlowSubmit},
 		{"status", "list the workflow runs, or show one run's tasks", runFlowStatus},
 		{"cancel", "cancel a run and its unfinished tasks", runFlowCancel},
 	}
@@ -26,9 +27,6 @@ Commands:
 `
 
 const flowUsageTail = `
-'flow submit FILE', which hands a run to the durable host (serve), comes in
-a later release.
-
 Run 'layover flow <command> -h' for a command's flags.
 `
 
@@ -56,9 +54,6 @@ func runFlow(ctx context.Context, env *Env, args []string) error {
 		if c.name == name {
 			return c.run(ctx, env, args[1:])
 		}
-	}
-	if name == "submit" {
-		return usageErr("flow submit is not available yet: it comes in a later release; 'layover flow run FILE' runs a workflow in this process")
 	}
 	return usageErr("flow: unknown command %q (run 'layover flow help')", shown(name))
 }

@@ -187,18 +187,19 @@ func TestFlowStatusCreatesNoStore(t *testing.T) {
 }
 
 // flow without a subcommand is a usage error; flow help lists the
-// subcommands and says flow submit comes later, which is not a command yet.
+// subcommands, flow submit among them, which refuses a missing file as
+// flow run does (exit 2).
 func TestFlowHelp(t *testing.T) {
 	t.Parallel()
 	r := flowMain(t, time.Now(), "", "flow", "help")
 	if r.code != 0 || !strings.Contains(r.stdout, "run ") || !strings.Contains(r.stdout, "status ") ||
-		!strings.Contains(r.stdout, "cancel ") || !strings.Contains(r.stdout, "'flow submit FILE'") {
+		!strings.Contains(r.stdout, "cancel ") || !strings.Contains(r.stdout, "submit ") {
 		t.Fatalf("flow help: exit %d\n%s", r.code, r.stdout)
 	}
 	if r := flowMain(t, time.Now(), "", "flow"); r.code != 2 {
 		t.Fatalf("flow: exit %d, want 2", r.code)
 	}
-	if r := flowMain(t, time.Now(), "", "flow", "submit", "x.yaml"); r.code != 2 || !strings.Contains(r.stderr, "later") {
+	if r := flowMain(t, time.Now(), "", "flow", "submit", "x.yaml"); r.code != 2 || !strings.Contains(r.stderr, "no such file") {
 		t.Fatalf("flow submit: exit %d %s", r.code, r.stderr)
 	}
 	if r := flowMain(t, time.Now(), "", "help"); !strings.Contains(r.stdout, "  flow ") {

@@ -261,6 +261,12 @@ func (o *FlowCancelOptions) run(ctx context.Context, env *Env) error {
 	}
 	defer st.Close()
 	n, err := cancelRun(ctx, st, o.Run, env.Clock.Now())
+	if err == nil {
+		// A durable run's tasks are jobs: they stop too.
+		if err := cancelJobs(ctx, env, st, o.Run); err != nil {
+			return internalErr("flow cancel: %v", err)
+		}
+	}
 	switch {
 	case err == nil:
 		fmt.Fprintf(env.Stdout, "%s: cancelled (%d unfinished tasks cancelled)\n", shown(o.Run), n)

@@ -99,9 +99,17 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
+	sub := h.Subscribe(0)
 	if err := h.Start(ctx); err != nil {
 		return internalErr("serve: %v", err)
 	}
+	coordCtx, stopCoord := context.WithCancel(ctx)
+	coordDone := make(chan struct{})
+	go func() {
+		defer close(coordDone)
+		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger)
+	}()
+	defer func() { stopCoord(); <-coordDone }()
 	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease, "heartbeat", o.Heartbeat)
 	for {
 		select {
