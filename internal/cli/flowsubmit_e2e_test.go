@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,39 @@ func TestFlowSubmitSurvivesServeCrash(t *testing.T) {
 			if n := b.lines(f); n != 1 {
 				t.Errorf("%s has %d lines, want 1: the task completed once", f, n)
 			}
+		}
+	})
+}
+
+// flow cancel of a submitted run cancels its jobs too: the running task's
+// job ends cancelled, and the dependent's job is never submitted.
+func TestFlowCancelDurableRunCancelsJobs(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, fake.GitHubConfig{}, func(t *testing.T, b *bundle) {
+		writeTestFile(t, filepath.Join(b.dir, "long.yaml"),
+			"name: long\ntasks:\n  wait: {run: echo wait-started && sleep 30}\n  after: {needs: [wait], run: echo after >> after.out}\n")
+		if r := b.layover("flow", "submit", "long.yaml", "--run-id", "long-1"); r.code != 0 {
+			t.Fatalf("flow submit: exit %d\n%s", r.code, r.stderr)
+		}
+		serve := b.start("serve", "--lease", "3s", "--heartbeat", "500ms")
+		serve.waitLine(t, "wait-started")
+		if r := b.layover("flow", "cancel", "long-1"); r.code != 0 {
+			t.Fatalf("flow cancel: exit %d\n%s", r.code, r.stderr)
+		}
+		var shown struct {
+			State string `json:"state"`
+		}
+		if err := json.Unmarshal([]byte(b.layover("show", "long-1.wait", "--json").stdout), &shown); err != nil {
+			t.Fatal(err)
+		}
+		if shown.State != "cancelled" {
+			t.Errorf("the running task's job is %q, want cancelled", shown.State)
+		}
+		if s := b.flowStatus("long-1"); s.Run.Status != "cancelled" || s.states() != "wait=cancelled after=cancelled" {
+			t.Errorf("after flow cancel: run %s, tasks %s", s.Run.Status, s.states())
+		}
+		if r := b.layover("show", "long-1.after"); r.code == 0 {
+			t.Errorf("the dependent's job exists:\n%s", r.stdout)
 		}
 	})
 }
