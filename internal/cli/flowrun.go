@@ -57,20 +57,9 @@ func (o *FlowRunOptions) run(ctx context.Context, env *Env) error {
 	if err := o.Policy.Validate(); err != nil {
 		return usageErr("flow run: %v", err)
 	}
-	def, err := workflow.ParseFile(o.File)
+	def, runID, dir, err := readFlowFile(env, "flow run", o.File, o.RunID)
 	if err != nil {
-		return fileErr(o.File, err)
-	}
-	runID := o.RunID
-	if runID == "" {
-		runID = DefaultRunID(o.File, env.Clock.Now())
-	}
-	if !host.ValidID(runID) {
-		return usageErr("flow run: run id %q: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit (give --run-id)", shown(runID))
-	}
-	dir, err := filepath.Abs(filepath.Dir(o.File))
-	if err != nil {
-		return usageErr("flow run: %s: %v", shown(o.File), err)
+		return err
 	}
 	if o.DryRun {
 		return printPlan(env.Stdout, def, runID)
@@ -78,17 +67,39 @@ func (o *FlowRunOptions) run(ctx context.Context, env *Env) error {
 	return o.execute(ctx, env, def, runID, dir)
 }
 
+// readFlowFile reads the workflow file of command cmd (flow run, flow
+// submit): its definition, the run id (runID, else DefaultRunID) and the
+// file's directory, where the tasks run. A bad file, run id or path is an
+// input error (exit 2).
+func readFlowFile(env *Env, cmd, file, runID string) (workflow.Definition, string, string, error) {
+	def, err := workflow.ParseFile(file)
+	if err != nil {
+		return def, "", "", fileErr(cmd, file, err)
+	}
+	if runID == "" {
+		runID = DefaultRunID(file, env.Clock.Now())
+	}
+	if !host.ValidID(runID) {
+		return def, "", "", usageErr("%s: run id %q: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit (give --run-id)", cmd, shown(runID))
+	}
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return def, "", "", usageErr("%s: %s: %v", cmd, shown(file), err)
+	}
+	return def, runID, dir, nil
+}
+
 // fileErr is a workflow file that cannot be used: a bad file (its
 // FileError's one line: path, line, field) or one that cannot be read,
 // both input errors (exit 2).
-func fileErr(path string, err error) error {
+func fileErr(cmd, path string, err error) error {
 	if fe, ok := errors.AsType[*workflow.FileError](err); ok {
 		return usageErr("%s", fe.Error())
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return usageErr("flow run: %s: no such file", shown(path))
+		return usageErr("%s: %s: no such file", cmd, shown(path))
 	}
-	return usageErr("flow run: %v", err)
+	return usageErr("%s: %v", cmd, err)
 }
 
 // printPlan prints what flow run would do with def as run runID, without

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/layoverhq/layover/host"
@@ -38,20 +37,9 @@ func runFlowSubmit(ctx context.Context, env *Env, args []string) error {
 // run stores the run as durable and submits the jobs of its first tasks;
 // serve runs them, and releases the rest (docs/workflows.md, Durable runs).
 func (o *FlowSubmitOptions) run(ctx context.Context, env *Env) error {
-	def, err := workflow.ParseFile(o.File)
+	def, runID, dir, err := readFlowFile(env, "flow submit", o.File, o.RunID)
 	if err != nil {
-		return fileErr(o.File, err)
-	}
-	runID := o.RunID
-	if runID == "" {
-		runID = DefaultRunID(o.File, env.Clock.Now())
-	}
-	if !host.ValidID(runID) {
-		return usageErr("flow submit: run id %q: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit (give --run-id)", shown(runID))
-	}
-	dir, err := filepath.Abs(filepath.Dir(o.File))
-	if err != nil {
-		return usageErr("flow submit: %s: %v", shown(o.File), err)
+		return err
 	}
 	st, err := openStore(ctx, env, o.Store)
 	if err != nil {

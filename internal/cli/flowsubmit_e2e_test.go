@@ -131,3 +131,19 @@ func TestFlowCancelDurableRunCancelsJobs(t *testing.T) {
 		}
 	})
 }
+
+// flow submit of a bad file is exit 2 with its line and field, as flow
+// run's, and stores nothing.
+func TestFlowSubmitBadFile(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, fake.GitHubConfig{}, func(t *testing.T, b *bundle) {
+		writeTestFile(t, filepath.Join(b.dir, "bad.yaml"), "name: w\ntasks:\n  a: {run: \"true\", needs: [b]}\n")
+		r := b.layover("flow", "submit", "bad.yaml", "--run-id", "bad-1")
+		if r.code != 2 || !strings.Contains(r.stderr, `bad.yaml:3: tasks.a.needs: no task "b"`) {
+			t.Fatalf("flow submit of a bad file: exit %d %q", r.code, r.stderr)
+		}
+		if r := b.layover("flow", "status", "bad-1"); r.code == 0 {
+			t.Errorf("a run was stored:\n%s", r.stdout)
+		}
+	})
+}
