@@ -246,6 +246,9 @@ func durableStatus(recs []record.Task) record.RunStatus {
 // with a job takes its job's state.
 func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, byName map[string]*record.Task) error {
 	if rt.State.Terminal() {
+		if rt.State == record.TaskFailed && rt.JobID != "" {
+			return c.stopJob(ctx, r, t, rt.JobID)
+		}
 		return nil
 	}
 	if rt.JobID == "" {
@@ -273,6 +276,17 @@ func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition
 	}
 	if err != nil {
 		return fmt.Errorf("workflow: run %s task %s: job %s: %w", r.ID, t.Name, rt.JobID, err)
+	}
+	if j.State == job.Deferred && def.OnQuota.Action == ActionFail {
+		// on_quota fail: the quota fails the task, as any failure; the
+		// failure is recorded before the job is cancelled, and a failed
+		// task's job that has not ended is cancelled at every Sync.
+		if err := c.move(ctx, rt, record.TaskEvent{Reason: "on_quota fail: " + j.Stage, Candidate: rt.Candidate}, func(x *record.Task) {
+			x.State, x.Stage, x.WaitingOn, x.Quota = record.TaskFailed, "failed", "", jobQuota(j)
+		}); err != nil {
+			return err
+		}
+		return c.stopJob(ctx, r, t, j.ID)
 	}
 	if j.State == job.Deferred && len(t.Agent) > 1 {
 		if next, ok := nextCandidate(t, rt, c.now()); ok {
@@ -334,6 +348,21 @@ func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Def
 		return fmt.Errorf("workflow: run %s task %s: cancel job %s: %w", r.ID, t.Name, old.ID, err)
 	}
 	return c.submit(ctx, r, def, t, id, next, rt.Workdir)
+}
+
+// stopJob cancels a task's job that has not ended.
+func (c *Coordinator) stopJob(ctx context.Context, r record.Run, t Task, id string) error {
+	j, err := c.Store.Job(ctx, id)
+	if errors.Is(err, job.ErrNotFound) || (err == nil && j.State.Terminal()) {
+		return nil
+	}
+	if err == nil {
+		_, err = c.Jobs.Cancel(ctx, id)
+	}
+	if err != nil && !errors.Is(err, job.ErrTransition) {
+		return fmt.Errorf("workflow: run %s task %s: cancel job %s: %w", r.ID, t.Name, id, err)
+	}
+	return nil
 }
 
 // nextJobID is the job id after a candidate switch from cur:

@@ -300,3 +300,25 @@ func TestDurableSyncIdempotent(t *testing.T) {
 		}
 	})
 }
+
+// Under on_quota fail a quota fails the task: its deferred job is
+// cancelled and its dependent skipped.
+func TestDurableQuotaFails(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		d := newDurable(t, st, func(context.Context, host.Run) error {
+			return host.Quota("github", "core", t0.Add(time.Hour))
+		})
+		d.submit(workflow.Definition{Name: "n", OnQuota: workflow.OnQuota{Action: workflow.ActionFail}, Tasks: []workflow.Task{
+			{Name: "fetch", Run: "gh api x", Quota: []string{"github"}}, {Name: "report", Needs: []string{"fetch"}, Run: "r"},
+		}})
+		_, got := d.until("failed", statusIs(record.RunFailed))
+		if got["fetch"].State != record.TaskFailed || got["report"].State != record.TaskSkipped {
+			t.Fatalf("fetch %s, report %s", got["fetch"].State, got["report"].State)
+		}
+		j, err := st.Job(t.Context(), "night.fetch")
+		if err != nil || j.State != job.Cancelled {
+			t.Fatalf("fetch's job %s (%v), want cancelled", j.State, err)
+		}
+	})
+}
