@@ -168,7 +168,15 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 	d.cmd(ctx, "layover", "receipt", "validate", receiptFile)
 	d.cmd(ctx, "layover", "jobs")
 
-	d.say("\n10. After the reset the host wakes the job and runs it as a fresh process:")
+	// The workflow pauses on the quota the job waits for, so that both
+	// resume after the same reset.
+	flowRun, err := d.flowPause(ctx)
+	if err != nil {
+		serve.stop()
+		return err
+	}
+
+	d.say("\n11. After the reset the host wakes the job and runs it as a fresh process:")
 	ids, err := d.jobs(ctx)
 	if err != nil {
 		serve.stop()
@@ -184,7 +192,75 @@ func (d *demo) deferral(ctx context.Context, policy []string) error {
 	})
 	d.cmd(ctx, "layover", "show", id)
 	serve.stop()
+	return d.flowResume(ctx, flowRun)
+}
+
+// demoFlow is the demo's workflow: two independent tasks, one on the
+// GitHub quota, and a task that needs it.
+const demoFlow = `name: demo
+tasks:
+  labels:
+    run: gh api /repos/octo/demo/labels
+    quota: [github]
+  notes:
+    run: echo release notes written
+  publish:
+    needs: [labels]
+    run: echo published
+`
+
+// flowPause shows flow run on the spent quota: the task on it pauses
+// while the independent one completes, and its dependent waits. It
+// returns the flow run command, which flowResume runs again.
+func (d *demo) flowPause(ctx context.Context) ([]string, error) {
+	file := filepath.Join(d.dir, "demo.yaml")
+	if err := os.WriteFile(file, []byte(demoFlow), 0o600); err != nil {
+		return nil, internalErr("demo: %v", err)
+	}
+	run := []string{"layover", "flow", "run", file, "--run-id", "demo-1", "--reset-margin", "1s", "--jitter", "0s"}
+	d.say("\n10. Meanwhile a workflow runs in process (flow run): labels calls GitHub, notes does not, publish needs labels.")
+	code := d.cmd(ctx, run...)
+	d.say("   (exit %d: labels paused on the spent quota, notes completed anyway, publish waits for labels)", code)
+	d.cmd(ctx, "layover", "flow", "status", "demo-1")
+	return run, nil
+}
+
+// flowResume runs the workflow again after the reset: the paused task
+// resumes and its dependent runs; the completed one does not run twice.
+func (d *demo) flowResume(ctx context.Context, run []string) error {
+	reset, err := d.flowReset(ctx)
+	if err != nil {
+		return internalErr("demo: flow status --json: %v", err)
+	}
+	d.say("\n12. After the reset the workflow is run again under its run id: labels resumes, then publish runs; notes does not run twice.")
+	if wait := time.Until(reset) + 1500*time.Millisecond; !reset.IsZero() && wait > 0 {
+		<-d.env.Clock.After(wait)
+	}
+	code := d.cmd(ctx, run...)
+	d.say("   (exit %d)", code)
+	d.cmd(ctx, "layover", "flow", "status", "demo-1")
 	return nil
+}
+
+// flowReset is the quota reset the demo run's paused task waits for; zero
+// when none is paused.
+func (d *demo) flowReset(ctx context.Context) (time.Time, error) {
+	var s struct {
+		Tasks []struct {
+			Quota *struct {
+				ResetAt *time.Time `json:"reset_at"`
+			} `json:"quota"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(d.quiet(ctx, "layover", "flow", "status", "demo-1", "--json").Bytes(), &s); err != nil {
+		return time.Time{}, err
+	}
+	for _, t := range s.Tasks {
+		if t.Quota != nil && t.Quota.ResetAt != nil {
+			return *t.Quota.ResetAt, nil
+		}
+	}
+	return time.Time{}, nil
 }
 
 // jobs lists the ids of the demo store's jobs.

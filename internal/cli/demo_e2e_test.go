@@ -31,6 +31,22 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q\n%s", want, all)
 		}
 	}
+	// The workflow: labels pauses on the spent quota while notes
+	// completes and publish waits; run again after the reset, labels
+	// resumes and publish runs, and notes does not run twice.
+	paused := strings.Index(all, "demo-1: paused (1 complete, 1 paused, 1 pending)")
+	labels := strings.Index(all, "layover: labels complete: exit 0")
+	publish := strings.Index(all, "layover: publish running")
+	if paused < 0 || !strings.Contains(all, "layover: labels paused: paused on ") ||
+		!strings.Contains(all, "layover: notes complete: exit 0") || !strings.Contains(all, "needs labels\n") {
+		t.Errorf("the workflow's first run: labels paused, notes complete, publish needing labels; got\n%s", all)
+	}
+	if labels < paused || publish < labels || !strings.Contains(all, "demo-1: complete (3 complete)") {
+		t.Errorf("the workflow run again after the reset: labels, then publish, then complete; got\n%s", all)
+	}
+	if n := strings.Count(all, "[notes] release notes written"); n != 1 {
+		t.Errorf("notes ran %d times, want once", n)
+	}
 	if n := strings.Count(r.stdout, "skipped: GitHub Quota wait until"); n != 1 {
 		t.Errorf("activity shows %d skip lines for three skipped passes, want 1", n)
 	}
