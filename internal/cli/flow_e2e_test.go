@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -331,5 +332,38 @@ func TestFlowRunPausedEarliestFirst(t *testing.T) {
 	// of a midnight the run may have crossed).
 	if !strings.HasPrefix(r.stdout, "two-"+before+": paused") && !strings.HasPrefix(r.stdout, "two-"+after+": paused") {
 		t.Errorf("stdout %q: want the default run id two-%s", r.stdout, after)
+	}
+}
+
+// `layover checkpoint` inside a task of flow run records the task's
+// checkpoint in the run's store, also when --store is a relative path and
+// the task runs in the workflow file's directory; flow status shows it.
+func TestFlowRunTaskCheckpoints(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	if err := os.Mkdir(filepath.Join(b.dir, "flows"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(b.dir, "flows", "c.yaml"), "name: c\ntasks:\n"+
+		"  build: {run: \"layover checkpoint --stage built --data '{\\\"n\\\":1}'\"}\n")
+	if r := b.layover("flow", "run", "flows/c.yaml", "--run-id", "c-1", "--store", "rel.db"); r.code != 0 {
+		t.Fatalf("flow run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := b.layover("flow", "status", "c-1", "--store", "rel.db", "--json")
+	var s struct {
+		Tasks []struct {
+			Checkpoint *struct {
+				Stage string          `json:"stage"`
+				Data  json.RawMessage `json:"data"`
+			} `json:"checkpoint"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || len(s.Tasks) != 1 {
+		t.Fatalf("flow status --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	var data bytes.Buffer
+	if cp := s.Tasks[0].Checkpoint; cp == nil || cp.Stage != "built" || json.Compact(&data, cp.Data) != nil ||
+		data.String() != `{"n":1}` {
+		t.Errorf("build's checkpoint %+v, want built {\"n\":1}\n%s", cp, r.stdout)
 	}
 }

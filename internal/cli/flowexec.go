@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ func (o *FlowRunOptions) execute(ctx context.Context, env *Env, def workflow.Def
 	known := knownSecrets(env, o.Store)
 	opts := workflow.Options{
 		RunID: runID, Store: st, Clock: env.Clock, Rand: env.Rand, Policy: o.Policy,
-		Dir: dir, Env: env.Environ, StoreLocation: cmp.Or(o.Store, env.Getenv("LAYOVER_STORE")),
+		Dir: dir, Env: env.Environ, StoreLocation: taskStore(cmp.Or(o.Store, env.Getenv("LAYOVER_STORE"))),
 		Events: progress(env.Stderr),
 	}
 	if needsQuotas(def) {
@@ -90,6 +91,24 @@ func (s safeLines) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// taskStore is the store location handed to tasks (LAYOVER_STORE): loc,
+// a relative SQLite path made absolute, since the tasks run in the
+// workflow file's directory; "" (the default store) stays "".
+func taskStore(loc string) string {
+	path, prefixed := strings.CutPrefix(loc, "sqlite:")
+	if loc == "" || strings.Contains(loc, "://") || filepath.IsAbs(path) {
+		return loc
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return loc
+	}
+	if prefixed {
+		return "sqlite:" + abs
+	}
+	return abs
 }
 
 // flowError maps an error of workflow.Start to an exit code: a run id
