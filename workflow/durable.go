@@ -133,6 +133,12 @@ func (c *Coordinator) Sync(ctx context.Context) error {
 	}
 	var first error
 	for _, r := range runs {
+		if r.Durable && r.Status == record.RunCancelled && c.now().Sub(r.UpdatedAt) < cancelSweep {
+			if err := c.stopRun(ctx, r); err != nil && first == nil {
+				first = err
+			}
+			continue
+		}
 		if !r.Durable || r.Status == record.RunComplete || r.Status == record.RunCancelled {
 			continue
 		}
@@ -141,6 +147,28 @@ func (c *Coordinator) Sync(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// cancelSweep is how long after a durable run was cancelled Sync still
+// cancels its jobs that have not ended: flow cancel cancels them, and this
+// catches a job released while the cancel was under way.
+const cancelSweep = time.Hour
+
+// stopRun cancels the jobs of a cancelled run's tasks that have not ended.
+func (c *Coordinator) stopRun(ctx context.Context, r record.Run) error {
+	recs, err := c.Store.RunTasks(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("workflow: read run %s: %w", r.ID, err)
+	}
+	for _, rt := range recs {
+		if rt.JobID == "" {
+			continue
+		}
+		if err := c.stopJob(ctx, r, Task{Name: rt.Name}, rt.JobID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxSyncTries bounds the re-reads of a run whose records another writer

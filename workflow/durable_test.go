@@ -355,3 +355,31 @@ func BenchmarkDurableSync(b *testing.B) {
 		}
 	}
 }
+
+// A job of a run cancelled in the store while it was running is
+// cancelled by the next Sync: flow cancel racing a release loses no job.
+func TestDurableCancelledRunStopsItsJobs(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		d := newDurable(t, st, func(ctx context.Context, _ host.Run) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		d.submit(workflow.Definition{Name: "n", Tasks: []workflow.Task{{Name: "a", Run: "a"}}})
+		r, err := st.Run(t.Context(), "night")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Status = record.RunCancelled
+		if _, err := st.UpdateRun(t.Context(), r, d.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.coord.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		j, err := st.Job(t.Context(), "night.a")
+		if err != nil || j.State != job.Cancelled {
+			t.Fatalf("the cancelled run's job is %s (%v), want cancelled", j.State, err)
+		}
+	})
+}
