@@ -485,7 +485,11 @@ func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) er
 	if to == record.TaskPaused {
 		q = jobQuota(j)
 	}
-	if rt.State == to && rt.Stage == stage && rt.Starts == j.Runs && rt.Attempts == j.Attempts && sameQuota(rt.Quota, q) {
+	starts, attempts, err := c.counts(ctx, rt, j)
+	if err != nil {
+		return err
+	}
+	if rt.State == to && rt.Stage == stage && rt.Starts == starts && rt.Attempts == attempts && sameQuota(rt.Quota, q) {
 		return nil
 	}
 	ev := record.TaskEvent{Reason: "job " + j.ID + " is " + string(j.State), Candidate: rt.Candidate}
@@ -493,7 +497,7 @@ func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) er
 		ev.Reason = "job " + j.ID + ": " + stage
 	}
 	return c.move(ctx, rt, ev, func(x *record.Task) {
-		x.State, x.Stage, x.Starts, x.Attempts, x.Quota, x.SessionID = to, stage, j.Runs, j.Attempts, q, j.SessionID
+		x.State, x.Stage, x.Starts, x.Attempts, x.Quota, x.SessionID = to, stage, starts, attempts, q, j.SessionID
 		x.WaitingOn = ""
 		if q != nil {
 			x.WaitingOn = waitingOn(*q)
@@ -503,6 +507,27 @@ func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) er
 			x.Checkpoint = &cp
 		}
 	})
+}
+
+// counts are a task's starts and counted failures: its job's, plus those
+// of the jobs it ran before a switch of candidate (<run>.<task>, .2, …).
+func (c *Coordinator) counts(ctx context.Context, rt *record.Task, j job.Job) (starts, attempts int, err error) {
+	starts, attempts = j.Runs, j.Attempts
+	base := rt.RunID + "." + rt.Name
+	for id := base; id != j.ID; id = nextJobID(rt.RunID, rt.Name, id) {
+		if !strings.HasPrefix(j.ID, base) || len(id) > len(j.ID) {
+			break // not a job id this task's switches made
+		}
+		prev, err := c.Store.Job(ctx, id)
+		if errors.Is(err, job.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("workflow: run %s task %s: job %s: %w", rt.RunID, rt.Name, id, err)
+		}
+		starts, attempts = starts+prev.Runs, attempts+prev.Attempts
+	}
+	return starts, attempts, nil
 }
 
 // jobQuota is the quota record of a deferred job: its provider and

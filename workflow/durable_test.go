@@ -234,7 +234,7 @@ func TestDurableCandidateSwitch(t *testing.T) {
 		d.submit(workflow.Definition{Name: "n", Tasks: []workflow.Task{{Name: "fix", Agent: []string{"claude", "codex"}, Prompt: "fix the bug"}}})
 		_, got := d.until("complete", statusIs(record.RunComplete))
 		fx := got["fix"]
-		if fx.JobID != "night.fix.2" || fx.Candidate != "codex" || fx.Limited["claude"].IsZero() {
+		if fx.JobID != "night.fix.2" || fx.Candidate != "codex" || fx.Limited["claude"].IsZero() || fx.Starts != 2 {
 			t.Fatalf("fix %+v", fx)
 		}
 		old, err := st.Job(t.Context(), "night.fix")
