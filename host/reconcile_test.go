@@ -86,6 +86,9 @@ func TestReclaimReconcilesFirst(t *testing.T) {
 	b.await("j", func(j job.Job) bool { return j.State == job.Running }, "running")
 	b.clock.Advance(host.DefaultLease + time.Second) // no heartbeat renews it in between
 	<-stopped
+	// The scheduler's next look (a heartbeat on the fake clock) sweeps the
+	// lapsed lease and claims the job again.
+	b.clock.Advance(host.DefaultHeartbeat)
 	b.awaitState("j", job.Complete)
 	if got := checks(b.history("j")); got != "lease lost:complete" {
 		t.Fatalf("checks %q: the re-claim must reconcile first", got)
