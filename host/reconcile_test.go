@@ -71,7 +71,8 @@ func TestFirstAttemptRunsWithoutCheck(t *testing.T) {
 	}
 }
 
-// A job whose lease ran out (its host did not renew it in time) reconciles
+// A job taken back from its attempt (its progress deadline passed, and its
+// lease with it: no heartbeat renews it on the fake clock) reconciles
 // before the re-claim runs it again.
 func TestReclaimReconcilesFirst(t *testing.T) {
 	t.Parallel()
@@ -82,16 +83,16 @@ func TestReclaimReconcilesFirst(t *testing.T) {
 		close(stopped)
 		return ctx.Err()
 	})
-	b.submit("j", job.Spec{CheckCmd: "exit 0"})
+	b.submit("j", job.Spec{ProgressTimeout: time.Minute, CheckCmd: "exit 0"})
 	b.await("j", func(j job.Job) bool { return j.State == job.Running }, "running")
-	b.clock.Advance(host.DefaultLease + time.Second) // no heartbeat renews it in between
+	b.clock.Advance(61 * time.Second)
 	<-stopped
-	// The scheduler's next look (a heartbeat on the fake clock) sweeps the
-	// lapsed lease and claims the job again.
-	b.clock.Advance(host.DefaultHeartbeat)
+	b.clock.Advance(host.DefaultLease)
 	b.awaitState("j", job.Complete)
-	if got := checks(b.history("j")); got != "lease lost:complete" {
-		t.Fatalf("checks %q: the re-claim must reconcile first", got)
+	h := b.history("j")
+	if len(h.Checks) != 1 || h.Checks[0].Result != job.CheckComplete ||
+		(h.Checks[0].Trigger != host.TriggerLeaseLost && h.Checks[0].Trigger != host.TriggerProgress) {
+		t.Fatalf("checks %q: the re-claim must reconcile first", checks(h))
 	}
 	if b.script.count() != 1 {
 		t.Fatalf("%d runs: the check said the outcome holds", b.script.count())
