@@ -164,7 +164,7 @@ func TestValidateGoDefinitions(t *testing.T) {
 		{"negative timeout", func(d *workflow.Definition) { d.Timeout = -time.Second }, "timeout: -1s: a duration cannot be negative"},
 		{"agent without prompt", func(d *workflow.Definition) { d.Tasks[0] = workflow.Task{Name: "a", Agent: []string{"codex"}} }, "tasks.a: an agent task needs a prompt or a prompt_file"},
 		{"agent with a prompt file", func(d *workflow.Definition) {
-			d.Tasks[0] = workflow.Task{Name: "a", Agent: []string{"codex", "agy"}, PromptFile: "brief.md"}
+			d.Tasks[0] = workflow.Task{Name: "a", Agent: []string{"codex", "agy"}, PromptFile: "brief.txt"}
 		}, ""},
 		{"resume on a function", func(d *workflow.Definition) { d.Tasks[0].Resume = workflow.ResumeRestart }, "tasks.a.resume: resume is for an agent task"},
 		{"a NUL in a command", func(d *workflow.Definition) { d.Tasks[0] = workflow.Task{Name: "a", Run: "echo \x00"} }, "tasks.a.run: holds the control character U+0000"},

@@ -182,7 +182,7 @@ func TestParseBadFiles(t *testing.T) {
 			`line 3: tasks.a: a task needs one of run or agent`,
 		},
 		{
-			"prompt and prompt_file", "name: n\ntasks:\n  a:\n    agent: claude\n    prompt: p\n    prompt_file: p.md\n", "",
+			"prompt and prompt_file", "name: n\ntasks:\n  a:\n    agent: claude\n    prompt: p\n    prompt_file: p.txt\n", "",
 			`line 6: tasks.a: an agent task has one of prompt or prompt_file, not both`,
 		},
 		{
@@ -406,7 +406,7 @@ func TestParseBadFiles(t *testing.T) {
 
 func TestParseFilePath(t *testing.T) {
 	t.Parallel()
-	dir := writeDir(t, map[string]string{"nightly.yaml": "name: n\ntasks:\n  a: {agent: claude, prompt_file: missing.md}\n"})
+	dir := writeDir(t, map[string]string{"nightly.yaml": "name: n\ntasks:\n  a: {agent: claude, prompt_file: missing.txt}\n"})
 	path := filepath.Join(dir, "nightly.yaml")
 	_, err := workflow.ParseFile(path)
 	fe, ok := errors.AsType[*workflow.FileError](err)
@@ -416,7 +416,7 @@ func TestParseFilePath(t *testing.T) {
 	if fe.Path != path || fe.Line != 3 || fe.Field != "tasks.a.prompt_file" {
 		t.Fatalf("got %+v", fe)
 	}
-	if want := path + ":3: tasks.a.prompt_file: "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "missing.md") {
+	if want := path + ":3: tasks.a.prompt_file: "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "missing.txt") {
 		t.Fatalf("got %q, want %q…", err, want)
 	}
 	if _, err := workflow.ParseFile(filepath.Join(dir, "absent.yaml")); !errors.Is(err, os.ErrNotExist) {
@@ -426,27 +426,27 @@ func TestParseFilePath(t *testing.T) {
 
 func TestPromptFile(t *testing.T) {
 	t.Parallel()
-	dir := writeDir(t, map[string]string{"empty.md": " \n", "bad.md": "\xff"})
+	dir := writeDir(t, map[string]string{"empty.txt": " \n", "bad.txt": "\xff"})
 	if err := os.Mkdir(filepath.Join(dir, "briefs"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "briefs", "r.md"), []byte("Review."), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "briefs", "r.txt"), []byte("Review."), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	file := func(name string) []byte {
 		return fmt.Appendf(nil, "name: n\ntasks:\n  a:\n    agent: claude\n    prompt_file: %s\n", name)
 	}
-	d, err := workflow.Parse(file("briefs/r.md"), dir, "yaml")
+	d, err := workflow.Parse(file("briefs/r.txt"), dir, "yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Tasks[0].Prompt != "Review." || d.Tasks[0].PromptFile != "briefs/r.md" {
+	if d.Tasks[0].Prompt != "Review." || d.Tasks[0].PromptFile != "briefs/r.txt" {
 		t.Fatalf("got %+v", d.Tasks[0])
 	}
 	for name, want := range map[string]string{
-		"empty.md": `line 5: tasks.a.prompt_file: "empty.md" is empty`,
-		"bad.md":   `line 5: tasks.a.prompt_file: "bad.md" is not UTF-8 text`,
-		"briefs":   `line 5: tasks.a.prompt_file: "briefs" is not a regular file`,
+		"empty.txt": `line 5: tasks.a.prompt_file: "empty.txt" is empty`,
+		"bad.txt":   `line 5: tasks.a.prompt_file: "bad.txt" is not UTF-8 text`,
+		"briefs":    `line 5: tasks.a.prompt_file: "briefs" is not a regular file`,
 	} {
 		if _, err := workflow.Parse(file(name), dir, "yaml"); err == nil || err.Error() != want {
 			t.Errorf("%s: got %v, want %s", name, err, want)
@@ -517,12 +517,12 @@ func TestParseDuration(t *testing.T) {
 
 func TestPromptFileOutsideTheDirectory(t *testing.T) {
 	t.Parallel()
-	outside := writeDir(t, map[string]string{"secret.md": "a key"})
+	outside := writeDir(t, map[string]string{"secret.txt": "a key"})
 	dir := writeDir(t, nil)
-	if err := os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(dir, "link.md")); err != nil {
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{filepath.Join(outside, "secret.md"), "../" + filepath.Base(outside) + "/secret.md", "link.md"} {
+	for _, name := range []string{filepath.Join(outside, "secret.txt"), "../" + filepath.Base(outside) + "/secret.txt", "link.txt"} {
 		data := fmt.Appendf(nil, "name: n\ntasks:\n  a:\n    agent: claude\n    prompt_file: %q\n", name)
 		_, err := workflow.Parse(data, dir, "yaml")
 		if err == nil || !strings.HasPrefix(err.Error(), "line 5: tasks.a.prompt_file: ") {

@@ -19,7 +19,7 @@ func FuzzParse(f *testing.F) {
 		designExample, designJSON,
 		"name: n\ntasks:\n  a: {run: x}\n  b: {run: y, needs: [a]}\n",
 		"name: n\ntasks:\n  a: {run: x, needs: [b]}\n  b: {run: y, needs: [a]}\n",
-		"name: n\ntasks:\n  a: {agent: [claude, codex], prompt_file: brief.md, resume: restart}\n",
+		"name: n\ntasks:\n  a: {agent: [claude, codex], prompt_file: brief.txt, resume: restart}\n",
 		"name: n\ntimeout: 1d12h\non_quota: {max_wait: 0}\ntasks: {1: {run: x}, 2: {run: y, needs: [1]}}\n",
 		"name: n\ntasks:\n  a: &a {run: x}\n  b: *a\n",
 		`{"name": "n", "tasks": {"a": {"run": "x", "env": ["TOKEN"], "quota": ["github:core"]}}}`,
@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s), strings.HasPrefix(s, "{"))
 	}
 	dir := f.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "brief.md"), []byte("Review."), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "brief.txt"), []byte("Review."), 0o600); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, asJSON bool) {

@@ -91,8 +91,8 @@ var agents = []Agent{
 		ResumeCmd: "copilot -p " + quoted + " --resume {session_id}",
 	},
 	// Kimi Code: `kimi --print -S <id> -p PROMPT` (-S/--session, confirmed
-	// from kimi-cli's docs/en/reference/kimi-command.md and
-	// MoonshotAI/kimi-cli#355); it prints "To resume this session: kimi -r
+	// in kimi-cli's command reference and MoonshotAI/kimi-cli#355; see
+	// docs/agents.md); it prints "To resume this session: kimi -r
 	// <id>" (reported by integrators; its stream unconfirmed). Kimi has
 	// `kimi login` but no status command: AuthCheck is nil.
 	{
