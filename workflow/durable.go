@@ -216,18 +216,24 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 	if r.Status == record.RunCancelled {
 		return nil
 	}
+	p := &pass{run: r, def: def, byName: byName, budget: def.Budget.Runs,
+		timedOut: !r.Deadline.IsZero() && !c.now().Before(r.Deadline)}
+	if p.budget <= 0 {
+		p.budget = DefaultBudgetRuns
+	}
 	for _, t := range def.Order() {
 		rt := byName[t.Name]
 		if rt == nil {
 			return fmt.Errorf("workflow: run %s: task %s is not stored", r.ID, t.Name)
 		}
-		if err := c.syncTask(ctx, r, def, t, rt, byName); err != nil {
+		if err := c.syncTask(ctx, p, t, rt); err != nil {
 			return err
 		}
 	}
-	status := durableStatus(recs)
-	if status != r.Status {
-		r.Status = status
+	status := durableStatus(recs, p.timedOut)
+	starts := p.starts()
+	if status != r.Status || starts != r.Starts {
+		r.Status, r.Starts = status, starts
 		stored, err := c.Store.UpdateRun(ctx, r, c.now())
 		if err != nil {
 			return fmt.Errorf("workflow: run %s: %w", r.ID, err)
@@ -239,11 +245,58 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 	return nil
 }
 
+// pass is what one syncOnce knows of its run.
+type pass struct {
+	run    record.Run
+	def    Definition
+	byName map[string]*record.Task
+	// budget is the run's budget.runs: task starts, quota reruns included.
+	budget int
+	// timedOut: the run's timeout has passed; nothing more starts.
+	timedOut bool
+}
+
+// starts is the run's task starts so far: the sum of its tasks', each the
+// Runs of its jobs as last read (Coordinator.counts), so every host and
+// every Sync counts the same.
+func (p *pass) starts() int {
+	n := 0
+	for _, rt := range p.byName {
+		n += rt.Starts
+	}
+	return n
+}
+
+// spent reports whether the run's budget is used up: nothing more starts.
+func (p *pass) spent() bool { return p.starts() >= p.budget }
+
+// roomToRelease reports whether a task may be released: the starts made,
+// and one for each released task whose job has not started yet, leave
+// room in the budget.
+func (p *pass) roomToRelease() bool {
+	n := p.starts()
+	for _, rt := range p.byName {
+		if rt.State == record.TaskRunning && rt.Starts == 0 {
+			n++
+		}
+	}
+	return n < p.budget
+}
+
+// The stages of a task that a durable run stopped while it was not
+// running: the budget was spent, or the run's timeout passed. Its job is
+// cancelled, and the task keeps its state (a paused task its quota record).
+const (
+	stageBudgetSpent = "the budget is spent"
+	stageTimedOut    = "the run's timeout passed"
+)
+
 // durableStatus is a durable run's status from its tasks after a pass:
 // complete when every one is, running while a task's job is ready or
-// running, failed when one failed, was skipped or needs an operator, else
+// running, failed when one failed, was skipped or needs an operator, when
+// the budget stopped a task or the run's timeout passed (timedOut), else
 // paused (on a quota).
-func durableStatus(recs []record.Task) record.RunStatus {
+func durableStatus(recs []record.Task, timedOut bool) record.RunStatus {
 	complete, failed, paused, moving := 0, 0, 0, 0
 	for _, t := range recs {
 		switch t.State {
@@ -256,6 +309,9 @@ func durableStatus(recs []record.Task) record.RunStatus {
 		case record.TaskRunning:
 			moving++
 		}
+		if t.Stage == stageBudgetSpent {
+			failed++
+		}
 		// A task still pending after a pass waits for a need that has
 		// not completed: the need's state says where the run stands.
 	}
@@ -264,27 +320,36 @@ func durableStatus(recs []record.Task) record.RunStatus {
 		return record.RunComplete
 	case moving > 0:
 		return record.RunRunning
-	case failed > 0:
+	case failed > 0, timedOut:
 		return record.RunFailed
 	}
 	return record.RunPaused
 }
 
 // syncTask moves one task: a pending one is released or skipped, one
-// with a job takes its job's state.
-func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, byName map[string]*record.Task) error {
+// with a job takes its job's state. Once the budget is spent or the run's
+// timeout passed nothing more starts: no task is released, and the job of
+// a task that is not running is cancelled, the task keeping its state.
+func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.Task) error {
+	r, def := p.run, p.def
 	if rt.State.Terminal() {
 		if rt.State == record.TaskFailed && rt.JobID != "" {
 			return c.stopJob(ctx, r, t, rt.JobID)
 		}
 		return nil
 	}
+	if rt.Stage == stageBudgetSpent || rt.Stage == stageTimedOut {
+		if rt.JobID == "" {
+			return nil
+		}
+		return c.stopJob(ctx, r, t, rt.JobID) // stopped: it stays as it is
+	}
 	if rt.JobID == "" {
 		if rt.State != record.TaskPending {
 			return nil
 		}
 		for _, n := range t.Needs {
-			switch s := byName[n].State; s {
+			switch s := p.byName[n].State; s {
 			case record.TaskFailed, record.TaskSkipped, record.TaskCancelled:
 				return c.move(ctx, rt, record.TaskEvent{Reason: "need " + n + " is " + string(s)}, func(x *record.Task) {
 					x.State, x.Stage, x.WaitingOn = record.TaskSkipped, "skipped", ""
@@ -293,6 +358,14 @@ func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition
 			default:
 				return nil
 			}
+		}
+		switch {
+		case p.timedOut:
+			return nil
+		case p.spent():
+			return c.stopForBudget(ctx, p, t, rt, nil, rt.Starts)
+		case !p.roomToRelease():
+			return nil // the released tasks' first starts may use what is left
 		}
 		return c.release(ctx, r, def, t, rt, firstCandidate(t), r.ID+"."+t.Name, "released: its needs are complete")
 	}
@@ -316,12 +389,98 @@ func (c *Coordinator) syncTask(ctx context.Context, r record.Run, def Definition
 		}
 		return c.stopJob(ctx, r, t, j.ID)
 	}
+	if waitsToStart(j) {
+		starts, _, err := c.counts(ctx, rt, j)
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.timedOut:
+			return c.stopForTimeout(ctx, p, t, rt, j, starts)
+		case p.starts()-rt.Starts+starts >= p.budget:
+			return c.stopForBudget(ctx, p, t, rt, &j, starts)
+		}
+	}
+	if j.State == job.Cancelled && p.timedOut {
+		return c.stopForTimeout(ctx, p, t, rt, j, rt.Starts) // the host cancelled it at the run's deadline
+	}
 	if j.State == job.Deferred && len(t.Agent) > 1 {
 		if next, ok := nextCandidate(t, rt, c.now()); ok {
 			return c.switchCandidate(ctx, r, def, t, rt, j, next)
 		}
 	}
 	return c.follow(ctx, rt, j)
+}
+
+// waitsToStart reports whether a job is not running but may start again:
+// ready, deferred, resumable or waiting for credentials.
+func waitsToStart(j job.Job) bool {
+	switch j.State {
+	case job.Ready, job.Deferred, job.Resumable, job.AuthWait:
+		return true
+	}
+	return false
+}
+
+// stopForBudget stops a task the spent budget leaves without a start: a
+// task that was to be released stays pending; one whose job j waits to
+// start again (after a quota, a transient failure, for credentials) takes
+// the job's state, a paused one its quota record, its starts the jobs'
+// (starts), and the job is cancelled after the record is written. j is
+// nil for a task without a job.
+func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *record.Task, j *job.Job, starts int) error {
+	ev := record.TaskEvent{Reason: fmt.Sprintf("the budget of %d task starts is spent: nothing more starts", p.budget), Candidate: rt.Candidate}
+	if err := c.move(ctx, rt, ev, func(x *record.Task) {
+		if j != nil {
+			settle(x, *j, starts)
+		}
+		x.Stage = stageBudgetSpent
+	}); err != nil {
+		return err
+	}
+	if j == nil {
+		return nil
+	}
+	return c.stopJob(ctx, p.run, t, j.ID)
+}
+
+// stopForTimeout stops a task at the run's deadline: its job j (which the
+// host cancels at the same deadline) is cancelled after the record is
+// written, and the task is paused, keeping its quota record, but for a
+// pending one, which stays pending. starts is its jobs' starts.
+func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *record.Task, j job.Job, starts int) error {
+	why := "the run's timeout passed at " + p.run.Deadline.UTC().Format(time.RFC3339) + ": nothing more starts; start a new run id"
+	if err := c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
+		if waitsToStart(j) {
+			settle(x, j, starts)
+		}
+		if x.State == record.TaskRunning {
+			x.State = record.TaskPaused
+		}
+		x.Stage = stageTimedOut
+	}); err != nil {
+		return err
+	}
+	return c.stopJob(ctx, p.run, t, j.ID)
+}
+
+// settle gives a task whose job j waits to start the job's state as follow
+// would: paused with the job's quota for a deferred or resumable job,
+// auth-wait, or pending for a ready one; and its starts.
+func settle(x *record.Task, j job.Job, starts int) {
+	switch j.State {
+	case job.Deferred, job.Resumable:
+		q := jobQuota(j)
+		if x.State == record.TaskPaused && x.Quota != nil {
+			q = x.Quota // as recorded when it paused
+		}
+		x.State, x.Quota, x.WaitingOn = record.TaskPaused, q, waitingOn(*q)
+	case job.AuthWait:
+		x.State = record.TaskAuthWait
+	default:
+		x.State = record.TaskPending
+	}
+	x.Starts, x.SessionID = starts, j.SessionID
 }
 
 // firstCandidate is a task's first agent candidate ("" for a command).
