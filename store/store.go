@@ -65,13 +65,21 @@ type Store interface {
 	// The ledger.
 
 	// RecordStates upserts observations. For each key the most recently
-	// observed state wins, whatever order concurrent writers commit in.
+	// observed state wins, whatever order concurrent writers commit in. In
+	// the same transaction it adds them to the keys' bounded histories
+	// (Observations).
 	RecordStates(ctx context.Context, states []quota.State) error
 	// States returns the stored states of the given keys (absent keys are
 	// left out), expired or not: decisions filter by time themselves.
 	States(ctx context.Context, keys []quota.Key) ([]quota.State, error)
 	// AllStates returns every stored state, ordered by key.
 	AllStates(ctx context.Context) ([]quota.State, error)
+	// Observations returns key's kept observations (see ObservationsKept)
+	// observed at or after since: the newest limit of them (all when limit
+	// <= 0), oldest first. RecordStates keeps them in the transaction that
+	// records the states; LearnLogin leaves a token principal's history
+	// under that principal.
+	Observations(ctx context.Context, key quota.Key, since time.Time, limit int) ([]Observation, error)
 
 	// Login returns the login learned for a token fingerprint on host.
 	Login(ctx context.Context, host, fingerprint string) (login string, ok bool, err error)

@@ -26,6 +26,9 @@ func (noStore) States(context.Context, []quota.Key) ([]quota.State, error) {
 	return nil, nil
 }
 func (noStore) AllStates(context.Context) ([]quota.State, error) { return nil, nil }
+func (noStore) Observations(context.Context, quota.Key, time.Time, int) ([]store.Observation, error) {
+	return nil, nil
+}
 func (noStore) Login(context.Context, string, string) (string, bool, error) {
 	return "", false, nil
 }

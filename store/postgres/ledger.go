@@ -37,6 +37,40 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::
 ORDER BY host COLLATE "C", principal COLLATE "C", resource COLLATE "C", observed_at_ms DESC, ord DESC
 ` + onConflictKeepNewest
 
+// recordObservations adds a batch of states, given as one array per column,
+// to their keys' histories: per key and bucket ($9 milliseconds wide) the
+// observation made last wins, in the batch as in the table (the last one
+// given, on a tie). Rows are written in key and bucket order.
+const recordObservations = `INSERT INTO quota_observation (host, principal, resource, bucket,
+	observed_at_ms, remaining, limit_units, reset_at_ms, observed_by)
+SELECT DISTINCT ON (host COLLATE "C", principal COLLATE "C", resource COLLATE "C", bucket)
+	host, principal, resource, bucket, observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+FROM (SELECT *, floor(observed_at_ms::numeric / $9::bigint)::bigint AS bucket
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
+		$8::text[]) WITH ORDINALITY
+		AS s(host, principal, resource, observed_at_ms, remaining, limit_units, reset_at_ms, observed_by, ord)) s
+ORDER BY host COLLATE "C", principal COLLATE "C", resource COLLATE "C", bucket, observed_at_ms DESC, ord DESC
+ON CONFLICT (host, principal, resource, bucket) DO UPDATE SET
+	observed_at_ms = excluded.observed_at_ms, remaining = excluded.remaining,
+	limit_units = excluded.limit_units, reset_at_ms = excluded.reset_at_ms,
+	observed_by = excluded.observed_by
+WHERE excluded.observed_at_ms >= quota_observation.observed_at_ms`
+
+// pruneObservations deletes, for each key of the batch, the buckets more
+// than $4 older than its newest.
+const pruneObservations = `DELETE FROM quota_observation o
+USING (SELECT q.host, q.principal, q.resource, max(q.bucket) AS newest
+	FROM quota_observation q
+	WHERE (q.host, q.principal, q.resource) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+	GROUP BY q.host, q.principal, q.resource) k
+WHERE o.host = k.host AND o.principal = k.principal AND o.resource = k.resource AND o.bucket <= k.newest - $4`
+
+// selectObservations reads the newest $5 (all when NULL) of a key's kept
+// observations made at or after $4, newest first.
+const selectObservations = `SELECT observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+FROM quota_observation WHERE host = $1 AND principal = $2 AND resource = $3 AND observed_at_ms >= $4
+ORDER BY bucket DESC LIMIT $5`
+
 // selectStates reads the states of the keys given as three arrays, ordered
 // by key.
 const selectStates = `SELECT ` + stateColumns + ` FROM quota_state
@@ -94,6 +128,9 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 		}
 		b.Queue(recordStates, hosts, principals, resources, limits, remaining, resets,
 			known, raw, observed, by, sources, causes)
+		b.Queue(recordObservations, hosts, principals, resources, observed, remaining, limits, resets, by,
+			store.ObservationSpacing.Milliseconds())
+		b.Queue(pruneObservations, hosts, principals, resources, store.ObservationsKept)
 		return b
 	})
 	return wrapErr("record states", err)
@@ -167,4 +204,29 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 		return b
 	})
 	return wrapErr("learn login", err)
+}
+
+// Observations implements store.Store.
+func (s *Store) Observations(ctx context.Context, key quota.Key, since time.Time, limit int) ([]store.Observation, error) {
+	var lim *int64 // NULL: no limit
+	if limit > 0 {
+		n := int64(limit)
+		lim = &n
+	}
+	rows, err := s.pool.Query(ctx, selectObservations, key.Host, key.Principal, key.Resource, store.MS(since), lim)
+	if err != nil {
+		return nil, wrapErr("observations", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Observation, error) {
+		o := store.Observation{Key: key}
+		var observed, reset int64
+		err := row.Scan(&observed, &o.Remaining, &o.Limit, &reset, &o.ObservedBy)
+		o.ObservedAt, o.ResetAt = store.FromMS(observed), store.FromMS(reset)
+		return o, err
+	})
+	if err != nil {
+		return nil, wrapErr("observations", err)
+	}
+	slices.Reverse(out)
+	return out, nil
 }

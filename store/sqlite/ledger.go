@@ -34,8 +34,78 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 		return nil
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		return recordStates(ctx, tx, states)
+		if err := recordStates(ctx, tx, states); err != nil {
+			return err
+		}
+		return recordObservations(ctx, tx, states)
 	})
+}
+
+// upsertObservation keeps, per key and bucket, the observation made last.
+const upsertObservation = `INSERT INTO quota_observation (host, principal, resource, bucket,
+	observed_at_ms, remaining, limit_units, reset_at_ms, observed_by)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (host, principal, resource, bucket) DO UPDATE SET
+	observed_at_ms = excluded.observed_at_ms, remaining = excluded.remaining,
+	limit_units = excluded.limit_units, reset_at_ms = excluded.reset_at_ms,
+	observed_by = excluded.observed_by
+WHERE excluded.observed_at_ms >= quota_observation.observed_at_ms`
+
+// pruneObservations deletes a key's buckets more than store.ObservationsKept
+// older than its newest.
+const pruneObservations = `DELETE FROM quota_observation
+WHERE host = ?1 AND principal = ?2 AND resource = ?3 AND bucket <= (
+	SELECT max(bucket) FROM quota_observation WHERE host = ?1 AND principal = ?2 AND resource = ?3) - ?4`
+
+// recordObservations adds states to their keys' histories and prunes each
+// key's once.
+func recordObservations(ctx context.Context, tx *sql.Tx, states []quota.State) error {
+	keys := make([]quota.Key, 0, len(states))
+	for _, st := range states {
+		if _, err := tx.ExecContext(ctx, upsertObservation, st.Host, st.Principal, st.Resource,
+			store.ObservationBucket(st.ObservedAt), store.MS(st.ObservedAt), st.Remaining, st.Limit,
+			store.MS(st.ResetAt), st.ObservedBy); err != nil {
+			return err
+		}
+		keys = append(keys, st.Key)
+	}
+	slices.SortFunc(keys, compareKeys)
+	for _, k := range slices.Compact(keys) {
+		if _, err := tx.ExecContext(ctx, pruneObservations, k.Host, k.Principal, k.Resource,
+			store.ObservationsKept); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Observations implements store.Store.
+func (s *Store) Observations(ctx context.Context, key quota.Key, since time.Time, limit int) ([]store.Observation, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+		FROM quota_observation WHERE host = ? AND principal = ? AND resource = ? AND observed_at_ms >= ?
+		ORDER BY bucket DESC LIMIT ?`, key.Host, key.Principal, key.Resource, store.MS(since), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Observation
+	for rows.Next() {
+		o := store.Observation{Key: key}
+		var observed, reset int64
+		if err := rows.Scan(&observed, &o.Remaining, &o.Limit, &reset, &o.ObservedBy); err != nil {
+			return nil, err
+		}
+		o.ObservedAt, o.ResetAt = store.FromMS(observed), store.FromMS(reset)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 func recordStates(ctx context.Context, tx *sql.Tx, states []quota.State) error {

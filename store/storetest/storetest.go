@@ -54,6 +54,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Parallel()
 		testAllStates(t, setup)
 	})
+	t.Run("Observations", func(t *testing.T) {
+		t.Parallel()
+		testObservations(t, setup)
+	})
 	t.Run("Login", func(t *testing.T) {
 		t.Parallel()
 		testLogin(t, setup)
