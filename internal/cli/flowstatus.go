@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/workflow/record"
@@ -61,16 +62,13 @@ func (o *FlowStatusOptions) run(ctx context.Context, env *Env) error {
 		return internalErr("read store: %v", err)
 	}
 	if o.JSON {
-		out := struct {
-			Run   flowRunJSON    `json:"run"`
-			Tasks []flowTaskJSON `json:"tasks"`
-		}{Run: toFlowRunJSON(r, tasks), Tasks: []flowTaskJSON{}}
+		out := view.FlowRunDetail{Run: view.NewFlowRun(r, tasks), Tasks: []view.FlowTask{}}
 		for _, t := range tasks {
 			evs, err := st.TaskEvents(ctx, r.ID, t.Name)
 			if err != nil {
 				return internalErr("read store: %v", err)
 			}
-			out.Tasks = append(out.Tasks, toFlowTaskJSON(t, evs))
+			out.Tasks = append(out.Tasks, view.NewFlowTask(t, evs))
 		}
 		return writeJSON(env, out)
 	}
@@ -98,11 +96,9 @@ func (o *FlowStatusOptions) runs(ctx context.Context, env *Env, st store.Store) 
 		}
 	}
 	if o.JSON {
-		out := struct {
-			Runs []flowRunJSON `json:"runs"`
-		}{Runs: []flowRunJSON{}}
+		out := view.FlowRuns{Runs: []view.FlowRun{}}
 		for i, r := range runs {
-			out.Runs = append(out.Runs, toFlowRunJSON(r, all[i]))
+			out.Runs = append(out.Runs, view.NewFlowRun(r, all[i]))
 		}
 		return writeJSON(env, out)
 	}
@@ -145,91 +141,6 @@ func quotaCell(q *record.Quota) string {
 		return quotaText(q) + ", reset unknown"
 	}
 	return quotaText(q) + " until " + q.ResetAt.UTC().Format(time.RFC3339)
-}
-
-// flowRunJSON is a run in flow status --json (docs/workflows.md,
-// Commands): RFC 3339 UTC times, null for unknowns.
-type flowRunJSON struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	Status    string         `json:"status"`
-	Durable   bool           `json:"durable"`
-	CreatedAt any            `json:"created_at"`
-	UpdatedAt any            `json:"updated_at"`
-	Deadline  any            `json:"deadline"`
-	Starts    int            `json:"starts"`
-	Tasks     map[string]int `json:"tasks"`
-}
-
-func toFlowRunJSON(r record.Run, tasks []record.Task) flowRunJSON {
-	counts := map[string]int{}
-	for _, t := range tasks {
-		counts[string(t.State)]++
-	}
-	return flowRunJSON{ID: r.ID, Name: r.Name, Status: string(r.Status), Durable: r.Durable,
-		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt), Deadline: jsonTime(r.Deadline),
-		Starts: r.Starts, Tasks: counts}
-}
-
-// flowTaskJSON is a task in flow status RUN --json, its history oldest
-// first.
-type flowTaskJSON struct {
-	Name       string          `json:"name"`
-	State      string          `json:"state"`
-	Stage      string          `json:"stage"`
-	Attempts   int             `json:"attempts"`
-	Starts     int             `json:"starts"`
-	Candidate  any             `json:"candidate"`
-	SessionID  any             `json:"session_id"`
-	Workdir    any             `json:"workdir"`
-	Quota      *flowQuotaJSON  `json:"quota"`
-	Limited    map[string]any  `json:"limited"`
-	WaitingOn  any             `json:"waiting_on"`
-	Checkpoint any             `json:"checkpoint"`
-	JobID      any             `json:"job_id"`
-	UpdatedAt  any             `json:"updated_at"`
-	Events     []flowEventJSON `json:"events"`
-}
-
-type flowQuotaJSON struct {
-	Provider string `json:"provider"`
-	Resource any    `json:"resource"`
-	ResetAt  any    `json:"reset_at"`
-	Message  string `json:"message"`
-}
-
-type flowEventJSON struct {
-	Seq       int    `json:"seq"`
-	At        any    `json:"at"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Reason    string `json:"reason"`
-	AttemptID any    `json:"attempt_id"`
-	ExitCode  *int   `json:"exit_code"`
-	Outcome   any    `json:"outcome"`
-	Candidate any    `json:"candidate"`
-}
-
-func toFlowTaskJSON(t record.Task, evs []record.TaskEvent) flowTaskJSON {
-	out := flowTaskJSON{Name: t.Name, State: string(t.State), Stage: t.Stage, Attempts: t.Attempts, Starts: t.Starts,
-		Candidate: nullable(t.Candidate), SessionID: nullable(t.SessionID), Workdir: nullable(t.Workdir),
-		Limited: map[string]any{}, WaitingOn: nullable(t.WaitingOn), JobID: nullable(t.JobID),
-		UpdatedAt: jsonTime(t.UpdatedAt), Events: []flowEventJSON{}}
-	if q := t.Quota; q != nil {
-		out.Quota = &flowQuotaJSON{Provider: q.Provider, Resource: nullable(q.Resource), ResetAt: jsonTime(q.ResetAt), Message: q.Message}
-	}
-	for c, until := range t.Limited {
-		out.Limited[c] = jsonTime(until)
-	}
-	if cp := t.Checkpoint; cp != nil {
-		out.Checkpoint = map[string]any{"stage": cp.Stage, "data": cp.Data, "at": jsonTime(cp.At)}
-	}
-	for _, ev := range evs {
-		out.Events = append(out.Events, flowEventJSON{Seq: ev.Seq, At: jsonTime(ev.At), From: string(ev.From), To: string(ev.To),
-			Reason: ev.Reason, AttemptID: nullable(ev.AttemptID), ExitCode: ev.ExitCode, Outcome: nullable(ev.Outcome),
-			Candidate: nullable(ev.Candidate)})
-	}
-	return out
 }
 
 // FlowCancelOptions are the flags of layover flow cancel.

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/registry"
@@ -39,42 +40,6 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	return opts.run(ctx, env)
 }
 
-type statusQuota struct {
-	Host       string `json:"host"`
-	Principal  string `json:"principal"`
-	Resource   string `json:"resource"`
-	Limit      any    `json:"limit"`
-	Remaining  any    `json:"remaining"`
-	ResetAt    any    `json:"reset_at"`
-	ObservedAt any    `json:"observed_at"`
-	ObservedBy string `json:"observed_by"`
-	Cause      any    `json:"cause"`
-	InWait     bool   `json:"in_wait"`
-	WaitUntil  any    `json:"wait_until"`
-}
-
-type statusWaiter struct {
-	PID       int    `json:"pid"`
-	Command   string `json:"command"`
-	Key       string `json:"key"`
-	Stage     string `json:"stage"`
-	WaitUntil any    `json:"wait_until"`
-}
-
-type statusJSON struct {
-	Quota   []statusQuota  `json:"quota"`
-	Waiting []statusWaiter `json:"waiting"`
-	Jobs    map[string]int `json:"jobs"`
-	Hosts   []statusHost   `json:"hosts"`
-}
-
-type statusHost struct {
-	ID       string `json:"id"`
-	Hostname string `json:"hostname"`
-	LastSeen any    `json:"last_seen"`
-	Live     bool   `json:"live"`
-}
-
 func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	st, err := openStoreReadOnly(ctx, env, o.Store)
 	if err != nil {
@@ -92,43 +57,15 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	now := env.Clock.Now()
 	policy := quota.DefaultPolicy()
 	policy.Reserve = o.Reserve
-	out := statusJSON{Quota: []statusQuota{}, Waiting: []statusWaiter{}, Jobs: map[string]int{}, Hosts: []statusHost{}}
 	counts, err := st.CountJobs(ctx)
 	if err != nil {
 		return internalErr("read store: %v", err)
-	}
-	for state, n := range counts {
-		out.Jobs[string(state)] = n
 	}
 	durable, err := st.Hosts(ctx)
 	if err != nil {
 		return internalErr("read store: %v", err)
 	}
-	for _, h := range durable {
-		out.Hosts = append(out.Hosts, statusHost{ID: h.ID, Hostname: h.Hostname, LastSeen: jsonTime(h.LastSeen),
-			Live: h.Live(now)})
-	}
-	for _, s := range states {
-		q := statusQuota{Host: s.Host, Principal: s.Principal, Resource: s.Resource,
-			Limit: known(s.Limit), Remaining: known(s.Remaining), ResetAt: jsonTime(s.ResetAt),
-			ObservedAt: jsonTime(s.ObservedAt), ObservedBy: s.ObservedBy, InWait: s.Exhausted(now)}
-		if !s.ResetKnown {
-			q.ResetAt = nil
-		}
-		if b, ok := policy.Blocks(s, now); ok {
-			q.Cause = string(b.Cause)
-		}
-		if q.InWait || (q.Cause == string(quota.CauseBelowReserve) && s.ResetKnown) {
-			// Held below its reserve, the key's scheduled work waits for
-			// the reset too (its running commands go on).
-			q.WaitUntil = jsonTime(s.ResetAt)
-		}
-		out.Quota = append(out.Quota, q)
-	}
-	for _, w := range waiters {
-		out.Waiting = append(out.Waiting, statusWaiter{PID: w.PID, Command: w.Command, Key: w.Key.String(),
-			Stage: w.Stage, WaitUntil: jsonTime(w.WaitUntil)})
-	}
+	out := view.NewStatus(states, waiters, counts, durable, policy, now)
 	if o.JSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -220,12 +157,7 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM)
 }
 
-func known(n int64) any {
-	if n < 0 {
-		return nil
-	}
-	return n
-}
+func known(n int64) any { return view.Known(n) }
 
 // hostLabel names the provider of a quota host for people: an API's label
 // when its base-URL variable names the host (ANTHROPIC_BASE_URL, …), else
