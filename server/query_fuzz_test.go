@@ -1,0 +1,49 @@
+package server
+
+import (
+	"net/url"
+	"strconv"
+	"testing"
+	"unicode"
+)
+
+// FuzzParseJobQuery: no query string panics; what parses is a known state
+// (or none), a printable search no longer than a job id and a page from 1
+// to maxPage; and it reads back the same from the links the page builds.
+func FuzzParseJobQuery(f *testing.F) {
+	for _, s := range []string{"", "state=deferred", "q=job-1&page=2", "page=0", "page=-1", "page=99999999999999999999",
+		"state=%00", "q=%ff%fe", "page=1e3", "state=ready&state=deferred", "q=" + string(make([]byte, 200))} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if len(raw) > 4096 {
+			return
+		}
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := parseJobQuery(v)
+		if err != nil {
+			return
+		}
+		if q.State != "" && !q.State.Valid() {
+			t.Fatalf("state %q", q.State)
+		}
+		if len(q.Q) > maxQuery {
+			t.Fatalf("q of %d bytes", len(q.Q))
+		}
+		for _, r := range q.Q {
+			if !unicode.IsPrint(r) {
+				t.Fatalf("q holds %q", r)
+			}
+		}
+		if q.Page < 1 || q.Page > maxPage {
+			t.Fatalf("page %d", q.Page)
+		}
+		back, err := parseJobQuery(q.values(q.Page))
+		if err != nil || back != q {
+			t.Fatalf("round trip: %+v -> %+v, %v (page %s)", q, back, err, strconv.Itoa(q.Page))
+		}
+	})
+}
