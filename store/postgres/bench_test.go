@@ -36,6 +36,8 @@ func BenchmarkApplyJob(b *testing.B) { storetest.BenchApplyJob(b, openFresh(b), 
 
 func BenchmarkSubmitJob(b *testing.B) { storetest.BenchSubmitJob(b, openFresh(b), base) }
 
+func BenchmarkRecordStates(b *testing.B) { storetest.BenchRecordStates(b, openFresh(b), base) }
+
 // BenchmarkAdmitFromLedger is a pass's admission read: the States of the
 // three keys it draws on, in a ledger of 300 keys. "serial" is one reader's
 // latency, "parallel" 64 readers' throughput.

@@ -518,3 +518,7 @@ func BenchmarkApplyJob(b *testing.B) {
 func BenchmarkSubmitJob(b *testing.B) {
 	storetest.BenchSubmitJob(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
 }
+
+func BenchmarkRecordStates(b *testing.B) {
+	storetest.BenchRecordStates(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
+}

@@ -37,7 +37,7 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 		if err := recordStates(ctx, tx, states); err != nil {
 			return err
 		}
-		return recordObservations(ctx, tx, states)
+		return s.recordObservations(ctx, tx, states)
 	})
 }
 
@@ -58,11 +58,19 @@ WHERE host = ?1 AND principal = ?2 AND resource = ?3 AND bucket <= (
 	SELECT max(bucket) FROM quota_observation WHERE host = ?1 AND principal = ?2 AND resource = ?3) - ?4`
 
 // recordObservations adds states to their keys' histories and prunes each
-// key's once.
-func recordObservations(ctx context.Context, tx *sql.Tx, states []quota.State) error {
+// key's once, through statements prepared once per Store.
+func (s *Store) recordObservations(ctx context.Context, tx *sql.Tx, states []quota.State) error {
+	upsert, err := s.txStmt(ctx, tx, upsertObservation)
+	if err != nil {
+		return err
+	}
+	prune, err := s.txStmt(ctx, tx, pruneObservations)
+	if err != nil {
+		return err
+	}
 	keys := make([]quota.Key, 0, len(states))
 	for _, st := range states {
-		if _, err := tx.ExecContext(ctx, upsertObservation, st.Host, st.Principal, st.Resource,
+		if _, err := upsert.ExecContext(ctx, st.Host, st.Principal, st.Resource,
 			store.ObservationBucket(st.ObservedAt), store.MS(st.ObservedAt), st.Remaining, st.Limit,
 			store.MS(st.ResetAt), st.ObservedBy); err != nil {
 			return err
@@ -71,7 +79,7 @@ func recordObservations(ctx context.Context, tx *sql.Tx, states []quota.State) e
 	}
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range slices.Compact(keys) {
-		if _, err := tx.ExecContext(ctx, pruneObservations, k.Host, k.Principal, k.Resource,
+		if _, err := prune.ExecContext(ctx, k.Host, k.Principal, k.Resource,
 			store.ObservationsKept); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/workflow/record"
 )
@@ -172,4 +173,23 @@ func BenchUpdateTask(b *testing.B, s store.Store, now time.Time) {
 		i++
 	}
 	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "updates/s")
+}
+
+// BenchRecordStates is the ledger write a response makes: one state of
+// one key per call, observed 100 ms after the one before, so every call
+// upserts the state and its history's bucket and every hundredth starts a
+// new bucket, with the history pruned once it is full.
+func BenchRecordStates(b *testing.B, s store.Store, now time.Time) {
+	ctx := b.Context()
+	k := quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"}
+	b.ResetTimer()
+	for i := range b.N {
+		at := now.Add(time.Duration(i) * 100 * time.Millisecond)
+		st := quota.State{Key: k, Limit: 5000, Remaining: int64(4999 - i%5000), ResetAt: now.Add(time.Hour),
+			ResetKnown: true, RawReset: now.Add(time.Hour).Unix(), ObservedAt: at, ObservedBy: "bench",
+			Source: quota.SourceHeaders}
+		if err := s.RecordStates(ctx, []quota.State{st}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
