@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"syscall"
 	"time"
 
@@ -26,6 +27,9 @@ type ServeOptions struct {
 	Concurrency int
 	AuthRecheck time.Duration
 	Backoff     time.Duration
+
+	// metrics is what serve serves at /metrics, set once the host is made.
+	metrics http.Handler
 }
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -100,9 +104,13 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 		return usageErr("serve: %v", err)
 	}
 	sub := h.Subscribe(0)
+	msub := h.Subscribe(metricsEventBuffer)
 	if err := h.Start(ctx); err != nil {
 		return internalErr("serve: %v", err)
 	}
+	var stopMetrics func()
+	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, nil, logger)
+	defer stopMetrics()
 	coordCtx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan struct{})
 	go func() {
