@@ -31,8 +31,19 @@ func newFlagSet(name, synopsis string) *flagSet {
 var errHelp = exitCode(ExitOK)
 
 // parse parses args, flags and positional arguments interleaved; -h prints
-// the command's usage to stdout.
+// the command's usage to stdout. Then the flags a config file or the
+// environment may set and args did not take their values from there
+// (applyConfig); a command with such flags has --config.
 func (fs *flagSet) parse(env *Env, args []string) error {
+	fs.addConfigFlag()
+	if err := fs.parseArgs(env, args); err != nil {
+		return err
+	}
+	return fs.applyConfig(env)
+}
+
+// parseArgs parses args alone.
+func (fs *flagSet) parseArgs(env *Env, args []string) error {
 	fs.positional = nil
 	for {
 		// flag.FlagSet's Parse, not this method.
