@@ -104,6 +104,9 @@ func (fs *flagSet) applyConfig(env *Env) error {
 	if cf == nil {
 		return nil
 	}
+	if env.Getenv == nil { // as Main makes it
+		env.Getenv = func(string) string { return "" }
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	file, err := loadConfig(env, given[configFlag], cf.Value.String())
