@@ -26,6 +26,8 @@ import (
 	"github.com/layoverhq/layover/receipt"
 	"github.com/layoverhq/layover/server/metrics"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/workflow/record"
 )
@@ -46,6 +48,24 @@ func openStore(t *testing.T) *sqlite.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// eachStore runs f on a new SQLite store and a new PostgreSQL schema (the
+// server of LAYOVER_TEST_POSTGRES; skipped without it, failed under CI).
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		f(t, openStore(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		st, err := postgres.Open(t.Context(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, st)
+	})
 }
 
 // families is one scrape, parsed by the Prometheus text parser.
@@ -124,8 +144,11 @@ func keyLabels(k quota.Key) []string {
 
 func TestQuotaGauges(t *testing.T) {
 	t.Parallel()
+	eachStore(t, testQuotaGauges)
+}
+
+func testQuotaGauges(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	st := openStore(t)
 	clk := clock.NewFake(t0)
 	m := metrics.New(metrics.Config{Store: st, Clock: clk})
 
@@ -208,8 +231,11 @@ func drain(t *testing.T, m *metrics.Metrics, sub *host.Subscription, n int) []ho
 
 func TestJobsRunsAndTransitions(t *testing.T) {
 	t.Parallel()
+	eachStore(t, testJobsRunsAndTransitions)
+}
+
+func testJobsRunsAndTransitions(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	st := openStore(t)
 	clk := clock.NewFake(t0)
 	m := metrics.New(metrics.Config{Store: st, Clock: clk})
 	jobs, err := host.NewJobs(host.Config{Store: st, Clock: clk})
@@ -261,7 +287,10 @@ func TestJobsRunsAndTransitions(t *testing.T) {
 
 func TestWakeupLateness(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
+	eachStore(t, testWakeupLateness)
+}
+
+func testWakeupLateness(t *testing.T, st store.Store) {
 	clk := clock.NewFake(t0)
 	m := metrics.New(metrics.Config{Store: st, Clock: clk})
 
@@ -408,4 +437,33 @@ func TestStoreReadFailuresLeaveThePageUp(t *testing.T) {
 	f.absent(t, "layover_jobs", "state=ready")
 	f = scrape(t, metrics.New(metrics.Config{Store: st, Clock: clock.NewFake(t0)}).Handler())
 	f.want(t, 1, "layover_store_up")
+}
+
+func TestFollowCountsDroppedEventsAndEndsWithItsSubscription(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	clk := clock.NewFake(t0)
+	m := metrics.New(metrics.Config{Store: st, Clock: clk})
+	jobs, err := host.NewJobs(host.Config{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := jobs.Subscribe(1)
+	for _, id := range []string{"a", "b", "c"} { // the buffer holds the first
+		if _, _, err := jobs.Submit(t.Context(), id, job.Spec{Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Follow(t.Context(), sub)
+	}()
+	sub.Close() // Follow reads what is buffered, then ends
+	<-done
+
+	f := scrape(t, m.Handler())
+	f.want(t, 1, "layover_job_transitions_total", "from=none", "to=ready")
+	f.want(t, 2, "layover_events_dropped_total")
+	f.want(t, 3, "layover_jobs", "state=ready") // the store has all three
 }
