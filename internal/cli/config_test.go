@@ -346,3 +346,39 @@ func TestConfigEveryCommand(t *testing.T) {
 		t.Errorf("serve and flow run must have --config: %v", configured)
 	}
 }
+
+// BenchmarkConfigFile times reading a fleet's config file into a command's
+// flags, as every command with one does before it starts (a skipped pass
+// included): the file read, parsed and each flag set.
+func BenchmarkConfigFile(b *testing.B) {
+	files := map[string]string{
+		"toml": "store = \"postgres://layover@db/layover\"\nreserve = [300, \"search=5\"]\nmax-total-wait = \"1h\"\n" +
+			"jitter = \"30s\"\n[pass]\nreserve = 200\n[serve]\nconcurrency = 4\nresume-rate = 20\n",
+		"yaml": "store: postgres://layover@db/layover\nreserve: [300, search=5]\nmax-total-wait: 1h\n" +
+			"jitter: 30s\npass:\n  reserve: 200\nserve:\n  concurrency: 4\n  resume-rate: 20\n",
+	}
+	for _, format := range []string{"toml", "yaml"} {
+		b.Run(format, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "config."+format)
+			if err := os.WriteFile(path, []byte(files[format]), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			env := testEnv(nil)
+			for b.Loop() {
+				c := newCmdFlags("pass")
+				if _, err := c.fs.parseWithCommand(env, []string{"--config", path, "--", "true"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("none", func(b *testing.B) {
+		env := testEnv(nil)
+		for b.Loop() {
+			c := newCmdFlags("pass")
+			if _, err := c.fs.parseWithCommand(env, []string{"--", "true"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
