@@ -575,6 +575,9 @@ func (s *Store) commitGroup(ctx context.Context, calls []*jobCall, lock bool) er
 	if newJobs.n == 0 && g.jobs.n == 0 {
 		b.Queue("ROLLBACK") // nothing to keep: every change was refused
 	} else {
+		if newJobs.n > 0 || dueWork(applies) {
+			b.Queue(notifyJobs) // delivered at the commit (changes.go)
+		}
 		b.Queue("COMMIT")
 	}
 	if err := send(b); err != nil {
@@ -592,6 +595,17 @@ func (s *Store) commitGroup(ctx context.Context, calls []*jobCall, lock bool) er
 		}
 	}
 	return nil
+}
+
+// dueWork reports whether one of the changes applied leaves its job with
+// work for a scheduler (store.DueWork): the watchers are to hear of it.
+func dueWork(applies []*jobCall) bool {
+	for _, c := range applies {
+		if w := c.Value; w.err == nil && !c.Panicked() && store.DueWork(w.out) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectIDs adds the ids rows return to set.

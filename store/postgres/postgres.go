@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,11 +87,20 @@ type Store struct {
 	// afterRead, when set (by tests), runs after a group read its jobs
 	// without locking them.
 	afterRead func()
+
+	// The job watchers (changes.go): watchStop ends each by its id;
+	// watchClosed is set by Close, which waits for watchers to end. Guarded
+	// by watchMu.
+	watchMu     sync.Mutex
+	watchStop   map[int]context.CancelFunc
+	watchNext   int
+	watchClosed bool
+	watchers    sync.WaitGroup
 }
 
 // newStore is the Store on pool.
 func newStore(pool *pgxpool.Pool, where string) *Store {
-	s := &Store{pool: pool, where: where}
+	s := &Store{pool: pool, where: where, watchStop: map[int]context.CancelFunc{}}
 	s.writes = newJobWrites(s)
 	return s
 }
@@ -334,6 +344,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool, waiting for the connections in use to be
 // released. A call made after Close fails.
 func (s *Store) Close() error {
+	s.stopWatchers()
 	s.pool.Close()
 	return nil
 }

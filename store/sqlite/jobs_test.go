@@ -522,3 +522,12 @@ func BenchmarkSubmitJob(b *testing.B) {
 func BenchmarkRecordStates(b *testing.B) {
 	storetest.BenchRecordStates(b, open(b, filepath.Join(b.TempDir(), "layover.db")), base)
 }
+
+func TestChanges(t *testing.T) {
+	t.Parallel()
+
+	storetest.RunChanges(t, func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "layover.db")
+		return open(t, path), open(t, path)
+	})
+}

@@ -58,11 +58,20 @@ type Store struct {
 	writes *groupcommit.Queue[func(*batch) error]
 	wmu    sync.Mutex
 	w      *writerConn
+
+	// The job watchers (changes.go): watchStop ends each by its id;
+	// watchClosed is set by Close, which waits for watchers to end. Guarded
+	// by watchMu.
+	watchMu     sync.Mutex
+	watchStop   map[int]context.CancelFunc
+	watchNext   int
+	watchClosed bool
+	watchers    sync.WaitGroup
 }
 
 // newStore is the Store on db, the file at path.
 func newStore(db *sql.DB, path string) *Store {
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, watchStop: map[int]context.CancelFunc{}}
 	s.writes = newWrites(s)
 	return s
 }
@@ -349,6 +358,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 // still in use by a transaction is closed when that transaction ends; a
 // call made after Close fails.
 func (s *Store) Close() error {
+	s.stopWatchers()
 	s.closeWriter()
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
