@@ -156,10 +156,14 @@ type Host struct {
 	lastRes map[quota.Key]time.Time
 	started bool
 	stopped bool
-	cancel  context.CancelFunc
-	loops   sync.WaitGroup // the scheduler and the heartbeat
-	jobs    sync.WaitGroup // attempts in flight
-	wake    chan struct{}
+	// draining is set by Drain: the scheduler claims nothing more.
+	draining bool
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup // the scheduler, the heartbeat, the store's watcher
+	jobs     sync.WaitGroup // attempts in flight
+	wake     chan struct{}
+	// ended receives (coalesced) when an attempt has ended, for Drain.
+	ended chan struct{}
 	// watch tells the heartbeat of a new attempt to watch.
 	watch chan struct{}
 	// sleepUntil is when the scheduler loop next wakes by itself; zero
@@ -233,7 +237,7 @@ func New(cfg Config) (*Host, error) {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	h := &Host{Jobs: front, grace: min(DefaultGrace, (c.Lease-c.Heartbeat)/2),
-		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1)}
+		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
 	front.live, front.wake = h.live, h.nudgeIfSooner
 	return h, nil
 }
@@ -288,7 +292,92 @@ func (h *Host) Start(ctx context.Context) error {
 	h.loops.Add(2)
 	go h.loop(ctx)
 	go h.heartbeat(ctx)
+	if w, ok := h.st.(store.Changes); ok {
+		if changes, err := w.WatchJobs(ctx); err != nil {
+			h.cfg.Logger.Warn("cannot watch the store for new jobs; looking every heartbeat", "err", err)
+		} else {
+			h.loops.Add(1)
+			go h.followStore(ctx, changes)
+		}
+	}
 	return nil
+}
+
+// followStore wakes the scheduler when the store says a job may have
+// become due (store.Changes) sooner than the scheduler would look by
+// itself: a job another process submitted, unblocked or approved starts
+// now rather than at the next heartbeat (docs/lifecycle.md, Prompt start).
+func (h *Host) followStore(ctx context.Context, changes <-chan struct{}) {
+	defer h.loops.Done()
+	for range changes {
+		if ctx.Err() != nil {
+			return
+		}
+		h.mu.Lock()
+		wake, draining := h.sleepUntil, h.draining
+		h.mu.Unlock()
+		switch {
+		case draining:
+			continue
+		case wake.IsZero():
+			// The scheduler is awake and may have read the store before
+			// the write: it looks again.
+			h.Nudge()
+			continue
+		}
+		// A signal may stand for a write that made nothing due sooner
+		// (the store cannot always tell): wake the scheduler only for work
+		// due before it would wake by itself.
+		at, ok, err := h.st.NextJobDue(ctx)
+		if err != nil || (ok && at.Before(wake)) {
+			h.Nudge()
+		}
+	}
+}
+
+// Drain stops the host gracefully: it claims no more jobs (not even due
+// ones), lets the attempts running end by themselves, and Stops once none
+// runs, once timeout has passed on the host's clock, or once ctx ends
+// (a second signal), whichever comes first. Stop then stops the attempts
+// still running and gives their jobs back as it always does. While it
+// drains, the host renews its leases and sweeps, but starts no cleanup
+// command and re-checks no credentials. It logs the drain's start and
+// returns how many attempts were still running when it stopped them.
+// Drain of a host not started, or stopped, just Stops.
+func (h *Host) Drain(ctx context.Context, timeout time.Duration) (stopped int) {
+	h.mu.Lock()
+	if !h.started || h.stopped {
+		h.mu.Unlock()
+		h.Stop()
+		return 0
+	}
+	h.draining = true
+	n := len(h.active)
+	h.mu.Unlock()
+	deadline := h.cfg.Clock.After(timeout)
+	h.cfg.Logger.Info("draining", "running", n, "up_to", timeout)
+wait:
+	for h.running() > 0 {
+		select {
+		case <-h.ended:
+		case <-deadline:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	stopped = h.running()
+	if stopped > 0 {
+		h.cfg.Logger.Warn("drain over; stopping the attempts still running", "running", stopped)
+	}
+	h.Stop()
+	return stopped
+}
+
+func (h *Host) isDraining() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
 }
 
 // Stop ends the scheduler, stops every running attempt and gives its job
@@ -325,13 +414,16 @@ func (h *Host) loop(ctx context.Context) {
 	defer h.loops.Done()
 	for ctx.Err() == nil {
 		h.setSleepUntil(time.Time{})
+		draining := h.isDraining()
 		now := h.cfg.Clock.Now()
 		swept, err := h.st.SweepJobs(ctx, now)
 		if err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Error("sweep", "err", err)
 		}
-		h.maybeRecheckCredentials(ctx, now)
-		h.maybeCleanup(ctx, now, swept.PastDue+swept.Expired > 0)
+		if !draining {
+			h.maybeRecheckCredentials(ctx, now)
+			h.maybeCleanup(ctx, now, swept.PastDue+swept.Expired > 0)
+		}
 		if swept != (store.SweepResult{}) {
 			h.publish(Event{At: now, Swept: swept})
 		}
@@ -346,7 +438,7 @@ func (h *Host) loop(ctx context.Context) {
 		}
 		full := false
 		progress := swept != (store.SweepResult{})
-		if free := h.cfg.Concurrency - h.running(); free > 0 {
+		if free := h.cfg.Concurrency - h.running(); free > 0 && !draining {
 			claimed, err := h.st.ClaimJobs(ctx, h.cfg.ID, now, h.cfg.Lease, free)
 			if err != nil && ctx.Err() == nil {
 				h.cfg.Logger.Error("claim", "err", err)
@@ -358,7 +450,7 @@ func (h *Host) loop(ctx context.Context) {
 			progress = progress || len(claimed) > 0
 		}
 		sleep := h.cfg.Heartbeat
-		if !full {
+		if !full && !draining { // a drain sweeps each heartbeat, and claims nothing
 			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
 				sleep = min(sleep, max(at.Sub(h.cfg.Clock.Now()), 0))
 				if !at.After(now) && !progress {
@@ -372,7 +464,7 @@ func (h *Host) loop(ctx context.Context) {
 		if full && h.running() < h.cfg.Concurrency {
 			sleep = 0
 		}
-		if d, ok := h.cleanupIn(h.cfg.Clock.Now()); ok {
+		if d, ok := h.cleanupIn(h.cfg.Clock.Now()); ok && !draining {
 			sleep = min(sleep, d)
 		}
 		h.setSleepUntil(h.cfg.Clock.Now().Add(sleep))
@@ -486,6 +578,7 @@ func (h *Host) startJob(ctx context.Context, j job.Job) {
 			}
 			h.mu.Unlock()
 			close(a.done)
+			store.Signal(h.ended)
 			// A freed slot matters only when the loop could not claim
 			// everything due; what this job's writes made due nudged the
 			// loop then (apply).
