@@ -77,8 +77,8 @@ type Store interface {
 	// Observations returns key's kept observations (see ObservationsKept)
 	// observed at or after since: the newest limit of them (all when limit
 	// <= 0), oldest first. RecordStates keeps them in the transaction that
-	// records the states; LearnLogin leaves a token principal's history
-	// under that principal.
+	// records the states; LearnLogin merges a token principal's history
+	// into its login's, as it merges their states.
 	Observations(ctx context.Context, key quota.Key, since time.Time, limit int) ([]Observation, error)
 
 	// Login returns the login learned for a token fingerprint on host.
@@ -86,7 +86,8 @@ type Store interface {
 	// LearnLogin records that the token with this fingerprint belongs to
 	// login, and merges the states kept under the token principal
 	// ("tok:"+fingerprint) into the login's, so two tokens of one user are
-	// one quota.
+	// one quota; their histories (Observations) merge alike, per bucket
+	// the newer observation winning.
 	LearnLogin(ctx context.Context, host, fingerprint, login string, at time.Time) error
 
 	// The activity log.

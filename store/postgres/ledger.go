@@ -87,6 +87,29 @@ SELECT host, $3::text, resource, limit_units, remaining, reset_at_ms, reset_know
 	observed_at_ms, observed_by, source, cause FROM moved ORDER BY resource
 ` + onConflictKeepNewest
 
+// mergeObservations moves the history of principal $2 on host $1 to $3,
+// merged as RecordStates merges: per bucket the newer observation wins.
+const mergeObservations = `WITH moved AS (
+	DELETE FROM quota_observation WHERE host = $1 AND principal = $2
+	RETURNING host, resource, bucket, observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+)
+INSERT INTO quota_observation (host, principal, resource, bucket, observed_at_ms, remaining, limit_units,
+	reset_at_ms, observed_by)
+SELECT host, $3::text, resource, bucket, observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+FROM moved ORDER BY resource COLLATE "C", bucket
+ON CONFLICT (host, principal, resource, bucket) DO UPDATE SET
+	observed_at_ms = excluded.observed_at_ms, remaining = excluded.remaining,
+	limit_units = excluded.limit_units, reset_at_ms = excluded.reset_at_ms,
+	observed_by = excluded.observed_by
+WHERE excluded.observed_at_ms >= quota_observation.observed_at_ms`
+
+// pruneLoginObservations prunes every key of principal $2 on host $1 to
+// its newest $3 buckets.
+const pruneLoginObservations = `DELETE FROM quota_observation o
+USING (SELECT resource, max(bucket) AS newest FROM quota_observation
+	WHERE host = $1 AND principal = $2 GROUP BY resource) k
+WHERE o.host = $1 AND o.principal = $2 AND o.resource = k.resource AND o.bucket <= k.newest - $3`
+
 // Ledger writers lock. LearnLogin moves rows from one principal to another,
 // locking a token's rows and then its login's, while RecordStates locks the
 // rows of one call in key order, which may be the other way round: two such
@@ -201,6 +224,8 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 			ON CONFLICT (host, fingerprint) DO UPDATE SET login = excluded.login, learned_at_ms = excluded.learned_at_ms`,
 			host, fingerprint, login, store.MS(at))
 		b.Queue(mergeLogin, host, "tok:"+fingerprint, login)
+		b.Queue(mergeObservations, host, "tok:"+fingerprint, login)
+		b.Queue(pruneLoginObservations, host, login, store.ObservationsKept)
 		return b
 	})
 	return wrapErr("learn login", err)

@@ -322,7 +322,35 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 		if err := recordStates(ctx, tx, states); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM quota_state WHERE host = ? AND principal = ?`, host, tokPrincipal)
-		return err
+		if _, err = tx.ExecContext(ctx, `DELETE FROM quota_state WHERE host = ? AND principal = ?`, host, tokPrincipal); err != nil {
+			return err
+		}
+		return mergeObservations(ctx, tx, host, tokPrincipal, login)
 	})
+}
+
+// mergeObservations moves the history of principal from to principal to on
+// host, merged as RecordStates merges (per bucket the newer observation
+// wins), and prunes the merged keys.
+func mergeObservations(ctx context.Context, tx *sql.Tx, host, from, to string) error {
+	// The WHERE before ON CONFLICT is what SQLite's grammar needs there.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO quota_observation (host, principal, resource, bucket,
+			observed_at_ms, remaining, limit_units, reset_at_ms, observed_by)
+		SELECT host, ?3, resource, bucket, observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+		FROM quota_observation WHERE host = ?1 AND principal = ?2
+		ON CONFLICT (host, principal, resource, bucket) DO UPDATE SET
+			observed_at_ms = excluded.observed_at_ms, remaining = excluded.remaining,
+			limit_units = excluded.limit_units, reset_at_ms = excluded.reset_at_ms,
+			observed_by = excluded.observed_by
+		WHERE excluded.observed_at_ms >= quota_observation.observed_at_ms`, host, from, to); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM quota_observation WHERE host = ? AND principal = ?`, host, from); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM quota_observation AS o WHERE host = ?1 AND principal = ?2 AND bucket <= (
+		SELECT max(q.bucket) FROM quota_observation AS q
+		WHERE q.host = o.host AND q.principal = o.principal AND q.resource = o.resource) - ?3`,
+		host, to, store.ObservationsKept)
+	return err
 }

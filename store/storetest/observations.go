@@ -161,4 +161,36 @@ func testObservations(t *testing.T, setup setupFunc) {
 		// The other key's history is its own.
 		checkObservations(t, "the other key's", mustObservations(t, ctx, s, other, time.Time{}, 0), observed(other, base, 1))
 	})
+
+	t.Run("LearnLoginMergesHistories", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+
+		const fp = "0123456789ab"
+		tok, login := key(gh, "tok:"+fp, "core"), key(gh, "octocat", "core")
+		otherHost := key("ghe.example.com", "tok:"+fp, "core")
+		start := bucketStart(base)
+		at := func(bucket int, d time.Duration) time.Time {
+			return start.Add(time.Duration(bucket)*store.ObservationSpacing + d)
+		}
+		tok1, tok2 := observed(tok, at(1, time.Second), 90), observed(tok, at(2, 5*time.Second), 80)
+		login2, login3 := observed(login, at(2, time.Second), 85), observed(login, at(3, 0), 70)
+		mustRecord(t, ctx, s, tok1, tok2, login2, login3, observed(otherHost, at(1, 0), 5))
+
+		if err := s.LearnLogin(ctx, gh, fp, "octocat", at(4, 0)); err != nil {
+			t.Fatalf("LearnLogin: %v", err)
+		}
+		asLogin := func(st quota.State) quota.State {
+			st.Principal = "octocat"
+			return st
+		}
+		// Bucket 2 keeps the newer of the two; the token's history is gone.
+		checkObservations(t, "the login's", mustObservations(t, ctx, s, login, time.Time{}, 0),
+			asLogin(tok1), asLogin(tok2), login3)
+		if got := mustObservations(t, ctx, s, tok, time.Time{}, 0); len(got) != 0 {
+			t.Errorf("the token principal's observations after LearnLogin = %+v, want none", got)
+		}
+		checkObservations(t, "another host's", mustObservations(t, ctx, s, otherHost, time.Time{}, 0),
+			observed(otherHost, at(1, 0), 5))
+	})
 }
