@@ -30,6 +30,12 @@ func (h *Host) execute(ctx context.Context, j job.Job) {
 // while the host stops; a stale fence means the lease was lost, and the
 // change is dropped.
 func (h *Host) apply(ctx context.Context, j job.Job, ch job.Change) (job.Job, bool) {
+	return h.applyDeferral(ctx, j, ch, wait{})
+}
+
+// applyDeferral is apply for a change that defers j on the quota wait w,
+// which its event and log line name.
+func (h *Host) applyDeferral(ctx context.Context, j job.Job, ch job.Change, w wait) (job.Job, bool) {
 	if ch.Now.IsZero() {
 		ch.Now = h.cfg.Clock.Now()
 	}
@@ -40,7 +46,7 @@ func (h *Host) apply(ctx context.Context, j job.Job, ch job.Change) (job.Job, bo
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	out, err := h.applyJob(wctx, j.ID, j.Fence, ch)
+	out, err := h.applyWait(wctx, j.ID, j.Fence, ch, w)
 	if err != nil {
 		level := "error"
 		if errors.Is(err, job.ErrStaleFence) {

@@ -126,7 +126,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 			runAt = p.ResumeAt(now, h.cfg.Rand)
 			why, note = w.Why+" (the quota has room again; running again after the margin)", " (the quota has room again)"
 		}
-		h.apply(ctx, j, job.Change{To: job.Deferred, Reason: why, Attempt: att,
+		h.applyDeferral(ctx, j, job.Change{To: job.Deferred, Reason: why, Attempt: att,
 			Mutate: func(x *job.Job) {
 				// A probe inside a chain keeps its resume_by: the sweep
 				// cancels the job if the chain ends before the quota is back.
@@ -134,7 +134,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 				x.Secondaries = secondaries
 				x.Stage = "Quota wait until " + stageTime(runAt) + note
 				releaseLease(x)
-			}})
+			}}, w)
 		return
 	}
 	if w.ResetAt.After(now.Add(receipt.MaxWindow)) {
@@ -152,14 +152,14 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		h.block(ctx, j, "cannot issue a receipt: "+err.Error(), att)
 		return
 	}
-	h.apply(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,
+	h.applyDeferral(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,
 		Receipt: &job.Receipt{JobID: j.ID, JSON: data, IssuedAt: now, HostID: h.cfg.ID, Fence: j.Fence},
 		Mutate: func(x *job.Job) {
 			x.RunAt, x.ResumeBy, x.Ownership, x.Probes = rc.ResumeAfter(), rc.ResumeBy(), job.Retained, 0
 			x.Secondaries = secondaries
 			x.Stage = "Quota wait until " + stageTime(rc.ResumeAfter())
 			releaseLease(x)
-		}})
+		}}, w)
 }
 
 // stageTime renders a time for a stage line: RFC 3339 UTC.

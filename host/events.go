@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/textsafe"
 )
 
 // Event is one change a Jobs (or the Host that embeds it) made to a job, or
@@ -24,6 +26,13 @@ type Event struct {
 	Stage, Reason string
 	// At is the change's time, from the clock of the Jobs that made it.
 	At time.Time
+	// Key and Reset are the quota wait of a deferral this process made:
+	// the key it waits on and the reset its provider declared (zero when
+	// none was declared; the zero Key for any other change). WakeAt is a
+	// deferred job's wake-up (Job.RunAt), zero in any other state.
+	Key    quota.Key
+	Reset  time.Time
+	WakeAt time.Time
 	// Swept counts what a sweep moved, for an event with no JobID. The
 	// store makes the sweep's moves in bulk and names no job: a subscriber
 	// that follows a job reads it again on such an event.
@@ -119,6 +128,17 @@ func (f *Jobs) publish(ev Event) {
 // applyJob is the one way a Jobs (and its Host) changes a stored job: the
 // store applies ch, and the change is published as an event.
 func (f *Jobs) applyJob(ctx context.Context, id string, fence int64, ch job.Change) (job.Job, error) {
+	return f.applyWait(ctx, id, fence, ch, wait{})
+}
+
+// applyWait is applyJob for a change that defers the job on the quota wait
+// w (the zero wait for any other change), which the event and the log line
+// name.
+//
+// The log line is written here, not by a subscriber: every change this
+// process makes passes through here, while a subscription drops events
+// when its buffer is full.
+func (f *Jobs) applyWait(ctx context.Context, id string, fence int64, ch job.Change, w wait) (job.Job, error) {
 	var from job.State
 	mutate := ch.Mutate
 	ch.Mutate = func(x *job.Job) {
@@ -130,13 +150,54 @@ func (f *Jobs) applyJob(ctx context.Context, id string, fence int64, ch job.Chan
 	}
 	out, err := f.st.ApplyJob(ctx, id, fence, ch)
 	if err == nil {
-		f.publish(Event{JobID: id, From: from, To: out.State, Stage: out.Stage, Reason: ch.Reason, At: ch.Now})
+		ev := Event{JobID: id, From: from, To: out.State, Stage: out.Stage, Reason: ch.Reason, At: ch.Now,
+			Key: w.Key, Reset: w.ResetAt}
+		if out.State == job.Deferred {
+			ev.WakeAt = out.RunAt
+		}
+		f.logTransition(ev, out.Fence)
+		f.publish(ev)
 	}
 	return out, err
 }
 
 // submitted publishes a new job's submission, made at now (from the clock,
-// as every event's At is).
-func (f *Jobs) submitted(j job.Job, now time.Time) {
-	f.publish(Event{JobID: j.ID, To: j.State, Stage: j.Stage, Reason: job.ReasonSubmitted, At: now})
+// as every event's At is); key is the quota wait of a job submitted
+// deferred (the zero Key otherwise).
+func (f *Jobs) submitted(j job.Job, now time.Time, w wait) {
+	ev := Event{JobID: j.ID, To: j.State, Stage: j.Stage, Reason: job.ReasonSubmitted, At: now, Key: w.Key, Reset: w.ResetAt}
+	if j.State == job.Deferred {
+		ev.WakeAt = j.RunAt
+	}
+	f.logTransition(ev, j.Fence)
+	f.publish(ev)
+}
+
+// MaxLoggedReason bounds, in bytes, the reason a transition's log line
+// quotes: a provider's message can be long and is not layover's own text.
+const MaxLoggedReason = 300
+
+// logTransition writes the one log line of a job's move from one state to
+// another: its id, the states, the fence after the change, and for a
+// deferral the quota key, the declared reset and the wake-up. A change
+// that moves no state logs nothing. The reason is bounded and made one
+// safe line (textsafe); secrets in it are the logger's writer's to mask.
+func (f *Jobs) logTransition(ev Event, fence int64) {
+	if ev.From == ev.To {
+		return
+	}
+	attrs := []any{"job", ev.JobID, "from", string(ev.From), "to", string(ev.To), "fence", fence}
+	if ev.Key != (quota.Key{}) {
+		attrs = append(attrs, "key", ev.Key.String())
+	}
+	if !ev.Reset.IsZero() {
+		attrs = append(attrs, "reset", ev.Reset.UTC())
+	}
+	if !ev.WakeAt.IsZero() {
+		attrs = append(attrs, "wake_at", ev.WakeAt.UTC())
+	}
+	if ev.Reason != "" {
+		attrs = append(attrs, "reason", textsafe.Line(ev.Reason, MaxLoggedReason))
+	}
+	f.cfg.Logger.Info("job transition", attrs...)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
 )
 
 // next returns the next event of sub for job id, skipping others.
@@ -43,13 +44,18 @@ func TestSubscribeDeliversEveryMove(t *testing.T) {
 	want := []host.Event{
 		{JobID: "j", To: job.Ready, Stage: "ready", Reason: job.ReasonSubmitted, At: t0},
 		{JobID: "j", From: job.Ready, To: job.Running, Stage: "running", Reason: "started", At: t0},
-		{JobID: "j", From: job.Running, To: job.Deferred, Stage: "Quota wait until 2026-11-30T12:11:00Z", At: t0},
+		{JobID: "j", From: job.Running, To: job.Deferred, Stage: "Quota wait until 2026-11-30T12:11:00Z", At: t0,
+			Key: quota.Key{Host: "api.github.com", Principal: "octocat", Resource: "core"}, Reset: reset, WakeAt: reset.Add(time.Minute)},
 	}
 	for i, w := range want {
 		got := next(t, sub, "j")
 		if w.Reason == "" {
 			w.Reason = got.Reason // the outcome's words
 		}
+		if !got.Reset.Equal(w.Reset) || !got.WakeAt.Equal(w.WakeAt) {
+			t.Errorf("event %d: reset %s, wake-up %s; want %s, %s", i, got.Reset, got.WakeAt, w.Reset, w.WakeAt)
+		}
+		got.Reset, got.WakeAt = w.Reset, w.WakeAt
 		if got != w {
 			t.Errorf("event %d = %+v, want %+v", i, got, w)
 		}

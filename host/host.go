@@ -425,6 +425,10 @@ func (h *Host) loop(ctx context.Context) {
 			h.maybeCleanup(ctx, now, swept.PastDue+swept.Expired > 0)
 		}
 		if swept != (store.SweepResult{}) {
+			// The store moves these jobs in bulk and names none of them:
+			// one line gives the counts of the transitions it made.
+			h.cfg.Logger.Info("jobs swept", "woken", swept.Woken, "expired", swept.Expired,
+				"past_due", swept.PastDue, "reclaimed", swept.Reclaimed)
 			h.publish(Event{At: now, Swept: swept})
 		}
 		if swept.Reclaimed > 0 && h.running() > 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -45,7 +47,8 @@ type Jobs struct {
 }
 
 // NewJobs returns the front door to cfg.Store, which is required. It uses
-// cfg's Store, Clock, Policy, Shell and Env, with the defaults of Config (a
+// cfg's Store, Clock, Policy, Shell, Env and Logger (a line per job
+// transition), with the defaults of Config (a
 // zero Policy is quota.DefaultPolicy()); the rest of Config is the running
 // host's and is ignored here. The front door draws no jitter: a deferral
 // brings its own (Deferral.Jitter).
@@ -70,6 +73,9 @@ func NewJobs(cfg Config) (*Jobs, error) {
 	}
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Jobs{cfg: cfg, st: cfg.Store, providers: registry.NewHosts(envLookup(cfg.Env))}, nil
 }
@@ -103,7 +109,7 @@ func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, b
 	j, created, err := f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
 	if err == nil {
 		if created {
-			f.submitted(j, now)
+			f.submitted(j, now, wait{})
 		}
 		f.woke(j)
 	}
@@ -202,7 +208,7 @@ func (f *Jobs) SubmitDeferred(ctx context.Context, id string, spec job.Spec, d D
 	if !created {
 		return stored, nil, fmt.Errorf("%w: job %s already exists (%s)", job.ErrConflict, id, stored.State)
 	}
-	f.submitted(stored, j.CreatedAt)
+	f.submitted(stored, j.CreatedAt, wait{Key: d.Key, ResetAt: d.ResetAt})
 	f.woke(stored)
 	return stored, rc, nil
 }
