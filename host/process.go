@@ -37,6 +37,10 @@ type ProcessRunner struct {
 	// Output receives the processes' output, each line prefixed with the job
 	// id and its secrets masked (see Secrets); nil discards it.
 	Output io.Writer
+	// OutputLine, when set, receives each line of the processes' output in
+	// place of Output, with the job's id, its secrets masked and without
+	// its line feed: serve --log-format json makes each a log record.
+	OutputLine func(jobID, line string)
 	// Secrets are values masked in the lines copied to Output, in the
 	// output Classify reads and in the outcome reason (which the store
 	// keeps), besides the values of the variables the job declared and what
@@ -94,6 +98,11 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
 	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
+	if p.OutputLine != nil {
+		id := r.Job.ID
+		emit := func(line string) { p.OutputLine(id, line) }
+		out.w, out.emit, errw.w, errw.emit = io.Discard, emit, io.Discard, emit
+	}
 	cmd.Stdout, cmd.Stderr = out, errw
 	// A process the job left behind may hold its output open; the job's end
 	// is its leader's exit, not theirs (they are killed below).
@@ -190,11 +199,12 @@ type tailWriter struct {
 	mu     sync.Mutex
 	prefix string
 	w      io.Writer
-	known  []string // secret values masked in copied lines
-	buf    []byte   // tail, as written
-	cut    bool     // buf lost its start: its first line is partial
-	head   []byte   // the first tailLimit bytes, as written (an agent CLI names its session first)
-	line   []byte   // partial line not yet copied
+	known  []string          // secret values masked in copied lines
+	emit   func(line string) // when set, takes each copied line in place of w
+	buf    []byte            // tail, as written
+	cut    bool              // buf lost its start: its first line is partial
+	head   []byte            // the first tailLimit bytes, as written (an agent CLI names its session first)
+	line   []byte            // partial line not yet copied
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
@@ -237,6 +247,10 @@ func (t *tailWriter) flush() {
 
 // copyLine writes one line to w, in one Write.
 func (t *tailWriter) copyLine(line []byte) {
+	if t.emit != nil {
+		t.emit(redact.String(string(line), t.known...))
+		return
+	}
 	fmt.Fprintf(t.w, "%s%s\n", t.prefix, redact.String(string(line), t.known...))
 }
 

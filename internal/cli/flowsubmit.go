@@ -9,6 +9,7 @@ import (
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/notify"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/workflow"
 	"github.com/layoverhq/layover/workflow/record"
@@ -66,9 +67,10 @@ func (o *FlowSubmitOptions) run(ctx context.Context, env *Env) error {
 // workflow.Coordinator): a Sync at the start, after each event that ends
 // or defers a job, and at every heartbeat, so that a dropped event or a
 // crash loses nothing. It returns when ctx ends or the host stops.
-func coordinate(ctx context.Context, env *Env, st store.Store, h *host.Host, sub *host.Subscription, heartbeat time.Duration, logger *slog.Logger) {
+func coordinate(ctx context.Context, env *Env, st store.Store, h *host.Host, sub *host.Subscription, heartbeat time.Duration, logger *slog.Logger, n *notify.Notifier) {
 	c := &workflow.Coordinator{Store: st, Jobs: h.Jobs, Clock: env.Clock, Moved: func(r record.Run) {
 		logger.Info("workflow run", "run", r.ID, "status", string(r.Status))
+		notifyRun(ctx, st, n, r, logger)
 	}}
 	sync := func() {
 		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {

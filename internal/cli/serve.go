@@ -10,6 +10,7 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/notify"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
@@ -27,6 +28,8 @@ type ServeOptions struct {
 	Concurrency int
 	AuthRecheck time.Duration
 	Backoff     time.Duration
+	Notify      stringList // --notify targets: URL or slack:URL
+	LogFormat   string
 
 	// metrics is what serve serves at /metrics, set once the host is made.
 	metrics http.Handler
@@ -46,6 +49,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		"wait before a job runs again after a transient failure, doubled for each one after it")
 	fs.durationVar(&opts.AuthRecheck, "auth-recheck", host.DefaultAuthRecheck, time.Second, host.MaxAuthRecheck,
 		"first wait before re-checking the credentials of a job in auth-wait (then 5, 15 and 60 times it)")
+	fs.Var(&opts.Notify, "notify", "POST lifecycle events to `URL` (slack:URL: Slack's form), repeatable (docs/notifications.md)")
+	fs.StringVar(&opts.LogFormat, "log-format", logFormatText, "log lines as text or json (one line per job transition)")
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}
@@ -60,6 +65,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErr("serve: --resume-rate %v: want %g to %g resumes per second", opts.ResumeRate, host.MinResumeRate, host.MaxResumeRate)
 	case opts.Concurrency <= 0:
 		return usageErr("serve: --concurrency must be positive")
+	case opts.LogFormat != logFormatText && opts.LogFormat != logFormatJSON:
+		return usageErr("serve: --log-format %q: want text or json", opts.LogFormat)
+	}
+	if _, err := notify.New(notify.Config{Targets: opts.Notify}); err != nil {
+		return usageErr("serve: --notify: %v", err) // names a target by scheme and host only
 	}
 	return opts.run(ctx, env)
 }
@@ -84,17 +94,21 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	// token it resolved, its store's password, the secret variables of its
 	// environment, recognisable tokens, and (by the runner) the values of
 	// the variables each job declared (docs/secrets.md).
-	known := knownSecrets(env, o.Store, target.Token())
+	known := knownSecrets(env, o.Store, append(notifyURLs(o.Notify), target.Token())...)
 	logOut := &redact.Writer{W: env.Stderr, Known: known}
-	logger := slog.New(slog.NewTextHandler(logOut, nil))
+	logger := slog.New(logHandler(o.LogFormat, logOut))
 	loc := o.Store
 	if loc == "" {
 		loc = env.Getenv("LAYOVER_STORE")
 	}
+	runner := &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable}
+	if o.LogFormat == logFormatJSON {
+		runner.OutputLine = func(id, line string) { logger.Info("job output", "job", id, "line", line) }
+	}
 	quotas := &command.HostQuotas{GitHub: target, Store: st, Principal: o.Principal, Getenv: env.Getenv}
 	h, err := host.New(host.Config{
 		Store:  st,
-		Runner: &host.ProcessRunner{Classify: classifyAny, Output: logOut, Secrets: known, Supervisor: env.Executable},
+		Runner: runner,
 		Quotas: quotas, Credentials: quotas, AuthRecheck: o.AuthRecheck, RetryBackoff: o.Backoff,
 		Policy: o.Policy, Clock: env.Clock, Rand: env.Rand,
 		Lease: o.Lease, Heartbeat: o.Heartbeat, ResumeRate: o.ResumeRate, Concurrency: o.Concurrency,
@@ -103,19 +117,29 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
-	sub := h.Subscribe(0)
+	notifier, err := notify.New(notify.Config{Targets: o.Notify, Clock: env.Clock, Rand: env.Rand, Logger: logger})
+	if err != nil {
+		return usageErr("serve: --notify: %v", err)
+	}
+	notifier.Start(ctx)
+	defer notifier.Close()
+	sub, notifySub := h.Subscribe(0), h.Subscribe(0)
 	msub := h.Subscribe(metricsEventBuffer)
 	if err := h.Start(ctx); err != nil {
 		return internalErr("serve: %v", err)
 	}
+	forwardDone := make(chan struct{})
+	go func() { defer close(forwardDone); forwardJobEvents(ctx, st, notifySub, notifier, logger) }()
+	defer func() { notifySub.Close(); <-forwardDone }()
 	var stopMetrics func()
-	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, nil, logger)
+	notifyDropped := func() float64 { return float64(notifier.Dropped()) }
+	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, notifyDropped, logger)
 	defer stopMetrics()
 	coordCtx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan struct{})
 	go func() {
 		defer close(coordDone)
-		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger)
+		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger, notifier)
 	}()
 	defer func() { stopCoord(); <-coordDone }()
 	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease, "heartbeat", o.Heartbeat)
