@@ -40,7 +40,7 @@ func key(principal, resource string) quota.Key {
 	return quota.Key{Host: gh, Principal: principal, Resource: resource}
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "layover.db"))
 	if err != nil {
