@@ -22,31 +22,39 @@ import (
 // the variable, then the file, then the flag's default.
 
 // configKeys are the flags a config file and the environment may set, by
-// name; true marks a repeatable flag, which a file may give as a list and a
-// variable (or a file's string) as values apart by commas. They are the
-// flags of quota policy, of the store and the principal, and the durable
-// host's tuning: the same for every run of a machine. A flag that names
-// one job or one run (--id, --run-id, --quota, --max-attempts) is not one:
-// a value from a file would make every submission alike. No key is a
-// secret: the store URL's password is the only one a file may hold, and
-// it is masked wherever a value is shown.
-var configKeys = map[string]bool{
-	"reserve":           true,
-	"reset-margin":      false,
-	"jitter":            false,
-	"max-total-wait":    false,
-	"secondary-wait":    false,
-	"secondary-retries": false,
-	"unknown-reset":     false,
-	"defer-after":       false,
-	"store":             false,
-	"principal":         false,
-	"lease":             false,
-	"heartbeat":         false,
-	"resume-rate":       false,
-	"concurrency":       false,
-	"retry-backoff":     false,
-	"auth-recheck":      false,
+// name. They are the flags of quota policy, of the store and the
+// principal, and the durable host's tuning: the same for every run of a
+// machine. A flag that names one job or one run (--id, --run-id, --quota,
+// --max-attempts) is not one: a value from a file would make every
+// submission alike. No key is a token: tokens come from their own
+// variables (docs/secrets.md).
+var configKeys = map[string]configKey{
+	"reserve":           {repeatable: true},
+	"reset-margin":      {},
+	"jitter":            {},
+	"max-total-wait":    {},
+	"secondary-wait":    {},
+	"secondary-retries": {},
+	"unknown-reset":     {},
+	"defer-after":       {},
+	"store":             {secret: true},
+	"principal":         {},
+	"lease":             {},
+	"heartbeat":         {},
+	"resume-rate":       {},
+	"concurrency":       {},
+	"retry-backoff":     {},
+	"auth-recheck":      {},
+}
+
+// configKey is how a config key's value is read and shown.
+type configKey struct {
+	// repeatable: the flag may be repeated; a file may give a list, and a
+	// variable (or a file's string) values apart by commas.
+	repeatable bool
+	// secret: the value may hold a secret (the store URL's password), so
+	// an error about it never quotes it.
+	secret bool
 }
 
 // configFlag names the flag that names the config file.
@@ -73,7 +81,11 @@ var configScopes = map[string]bool{
 // configSchema is what a config file may hold: configKeys, at the top
 // level or in a command's table.
 func configSchema() configfile.Schema {
-	return configfile.Schema{Keys: configKeys, Scopes: configScopes}
+	keys := make(map[string]bool, len(configKeys))
+	for name, k := range configKeys {
+		keys[name] = k.repeatable
+	}
+	return configfile.Schema{Keys: keys, Scopes: configScopes}
 }
 
 // addConfigFlag defines --config on fs when fs has a flag of configKeys.
@@ -130,12 +142,11 @@ func (fs *flagSet) applyConfig(env *Env) error {
 
 // configure sets flag name from its variable, else from file (nil: none).
 func (fs *flagSet) configure(env *Env, file *configfile.File, scopes []string, name string) error {
-	repeatable := configKeys[name]
+	key := configKeys[name]
 	if v := env.Getenv(envName(name)); v != "" {
-		for _, item := range items(v, repeatable) {
+		for _, item := range items(v, key.repeatable) {
 			if err := fs.Set(name, item); err != nil {
-				msg := fmt.Sprintf("%s: invalid value %q: %v", envName(name), shown(item), err)
-				return usageErr("%s", redact.String(msg, redact.URLPassword(v)))
+				return usageErr("%s: %s", envName(name), key.invalid(item, err))
 			}
 		}
 		return nil
@@ -149,14 +160,23 @@ func (fs *flagSet) configure(env *Env, file *configfile.File, scopes []string, n
 	}
 	list := v.Items
 	if !v.List {
-		list = items(v.Items[0], repeatable)
+		list = items(v.Items[0], key.repeatable)
 	}
 	for _, item := range list {
 		if err := fs.Set(name, item); err != nil {
-			return usageErr("%v", file.Fault(scope, name, v.Line, fmt.Sprintf("invalid value %q: %v", shown(item), err)))
+			return usageErr("%v", file.Fault(scope, name, v.Line, key.invalid(item, err)))
 		}
 	}
 	return nil
+}
+
+// invalid says why the flag refused item: quoting it, unless the key is a
+// secret; any secret in the flag's error masked (redact).
+func (k configKey) invalid(item string, err error) string {
+	if k.secret {
+		return "invalid value (not shown): " + redact.String(err.Error(), item, redact.URLPassword(item))
+	}
+	return redact.String(fmt.Sprintf("invalid value %q: %v", shown(item), err))
 }
 
 // items splits a repeatable flag's text at its commas ("100,graphql=50");

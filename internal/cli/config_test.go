@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
 )
 
 // cmdFlags is a command's flag set as the commands define theirs: the
@@ -288,6 +290,32 @@ func TestConfigNeverShowsStorePassword(t *testing.T) {
 	}
 	if strings.Contains(errb.String()+out.String(), pw) {
 		t.Errorf("output shows the password: %q", errb.String())
+	}
+}
+
+// quotingValue is a flag that refuses every value, quoting it whole.
+type quotingValue struct{}
+
+func (quotingValue) String() string     { return "" }
+func (quotingValue) Set(v string) error { return fmt.Errorf("cannot use %s", v) }
+
+// A secret key's value (the store's) is never quoted in an error, even
+// when its flag's own error quotes it, from a file or a variable alike.
+func TestConfigSecretValueNotQuoted(t *testing.T) {
+	t.Parallel()
+	const store = "postgres://layover:s3cret-hunter2-pw@db.internal/layover"
+	path := writeFile(t, t.TempDir(), "c.yaml", "store: "+store+"\n")
+	for what, env := range map[string]*Env{
+		"file":     testEnv(map[string]string{"LAYOVER_CONFIG": path}),
+		"variable": testEnv(map[string]string{"LAYOVER_STORE": store}),
+	} {
+		fs := newFlagSet("jobs", "jobs")
+		fs.Var(quotingValue{}, "store", "store location")
+		msg := usageMessage(t, fs.parseArgsOnly(env))
+		if strings.Contains(msg, "s3cret-hunter2-pw") || strings.Contains(msg, "db.internal") ||
+			!strings.Contains(msg, "STORE: invalid value (not shown): cannot use "+redact.Mask) && !strings.Contains(msg, "store: invalid value (not shown): cannot use "+redact.Mask) {
+			t.Errorf("%s: %q; want the value not shown", what, msg)
+		}
 	}
 }
 
