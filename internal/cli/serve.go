@@ -33,6 +33,7 @@ type ServeOptions struct {
 
 	// metrics is what serve serves at /metrics, set once the host is made.
 	metrics http.Handler
+	console consoleOptions
 }
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -51,10 +52,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		"first wait before re-checking the credentials of a job in auth-wait (then 5, 15 and 60 times it)")
 	fs.Var(&opts.Notify, "notify", "POST lifecycle events to `URL` (slack:URL: Slack's form), repeatable (docs/notifications.md)")
 	fs.StringVar(&opts.LogFormat, "log-format", logFormatText, "log lines as text or json (one line per job transition)")
+	consoleFlags(fs, &opts.console)
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}
 	opts.Store = *storeLoc
+	if err := opts.console.check(); err != nil {
+		return err
+	}
 	if err := opts.Policy.Validate(); err != nil {
 		return usageErr("serve: %v", err)
 	}
@@ -135,6 +140,12 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	notifyDropped := func() float64 { return float64(notifier.Dropped()) }
 	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, notifyDropped, logger)
 	defer stopMetrics()
+	stopConsole, err := o.console.startConsole(ctx, env, st, h, o.metrics, logger)
+	if err != nil {
+		h.Stop()
+		return err
+	}
+	defer stopConsole()
 	coordCtx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan struct{})
 	go func() {
