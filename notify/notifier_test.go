@@ -411,3 +411,43 @@ func TestBadTargetLeaksNoSecret(t *testing.T) {
 		t.Errorf("Targets = %q", got)
 	}
 }
+
+// BenchmarkSend is the cost to the host of one event for two targets:
+// Send only queues (here into full queues, dropping the oldest, as under
+// a receiver that is down).
+func BenchmarkSend(b *testing.B) {
+	n, err := notify.New(notify.Config{Targets: []string{"https://a.example.com/x", "slack:https://b.example.com/y"}, QueueSize: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := event(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		n.Send(e)
+	}
+}
+
+// BenchmarkDeliver is one event's delivery to a local receiver that
+// answers 200 at once: encoding, the POST over loopback, the answer.
+func BenchmarkDeliver(b *testing.B) {
+	var got sync.WaitGroup
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got.Done()
+	}))
+	defer srv.Close()
+	n, err := notify.New(notify.Config{Targets: []string{srv.URL}, QueueSize: b.N + 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n.Start(b.Context())
+	e := event(1)
+	got.Add(b.N)
+	b.ResetTimer()
+	for range b.N {
+		n.Send(e)
+	}
+	got.Wait()
+	b.StopTimer()
+	n.Close()
+}

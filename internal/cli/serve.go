@@ -38,7 +38,7 @@ type ServeOptions struct {
 
 func runServe(ctx context.Context, env *Env, args []string) error {
 	opts := ServeOptions{Policy: quota.DefaultPolicy()}
-	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--retry-backoff D] [--auth-recheck D]")
+	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--retry-backoff D] [--auth-recheck D] [--notify URL]... [--log-format text|json]")
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota jobs draw on (default $LAYOVER_PRINCIPAL, else learned from the token)")
