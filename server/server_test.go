@@ -58,35 +58,36 @@ func wantAll(t *testing.T, what, body string, wants ...string) {
 }
 
 func TestPagesShowWhatTheStoreHolds(t *testing.T) {
-	w := newWorld(t, testToken)
-	for _, tc := range []struct {
-		path  string
-		wants []string
-	}{
-		{"/", []string{"api.github.com", "octocat", "core", "0 / 5000", "2026-12-02 05:42:00 UTC (in 42m0s)",
-			"Quota wait until 2026-12-02 05:42:00 UTC", "<svg", "4 obs.", `class="obs"`, ">500<"}},
-		{"/waits", []string{"job-sync-repos", "sync repos", "Quota wait until", "laptop", "4242", "api.github.com/octocat/core",
-			"gh api /repos/octo/demo/issues", "2026-12-02 05:42:00 UTC (in 42m0s)"}},
-		{"/jobs", []string{"5 jobs.", "job-build-1", "job-build-2", "job-lint", "job-deploy", "job-sync-repos", "nightly job-lint"}},
-		{"/jobs/job-sync-repos", []string{`id="job-state">deferred<`, "Receipt 1, issued", "resume_after", "submitted",
-			"Receipt expires"}},
-		{"/runs", []string{"run-nightly-7", "nightly-review", "paused", "review: paused"}},
-		{"/runs/run-nightly-7", []string{"fetch", "<li>fetch</li>", "<li>review</li>", "claude-code five_hour: resets 2026-12-02 08:00:00 UTC (in 3h0m0s)",
-			"quota claude-code/five_hour", "needs review"}},
-		{"/hosts", []string{"host-buildbox-1", "buildbox", "7001", "2026-12-02 04:59:55 UTC (5s ago)", "30s", "live"}},
-		{"/login", []string{`name="token"`, `type="password"`}},
-	} {
-		t.Run(tc.path, func(t *testing.T) {
-			r := w.get(t, tc.path)
-			if r.code != 200 {
-				t.Fatalf("GET %s: %d\n%s", tc.path, r.code, r.body)
-			}
-			if ct := r.hdr.Get("Content-Type"); ct != "text/html; charset=utf-8" {
-				t.Errorf("Content-Type %q", ct)
-			}
-			wantAll(t, tc.path, r.body, tc.wants...)
-		})
-	}
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		for _, tc := range []struct {
+			path  string
+			wants []string
+		}{
+			{"/", []string{"api.github.com", "octocat", "core", "0 / 5000", "2026-12-02 05:42:00 UTC (in 42m0s)",
+				"Quota wait until 2026-12-02 05:42:00 UTC", "<svg", "4 obs.", `class="obs"`, ">500<"}},
+			{"/waits", []string{"job-sync-repos", "sync repos", "Quota wait until", "laptop", "4242", "api.github.com/octocat/core",
+				"gh api /repos/octo/demo/issues", "2026-12-02 05:42:00 UTC (in 42m0s)"}},
+			{"/jobs", []string{"5 jobs.", "job-build-1", "job-build-2", "job-lint", "job-deploy", "job-sync-repos", "nightly job-lint"}},
+			{"/jobs/job-sync-repos", []string{`id="job-state">deferred<`, "Receipt 1, issued", "resume_after", "submitted",
+				"Receipt expires"}},
+			{"/runs", []string{"run-nightly-7", "nightly-review", "paused", "review: paused"}},
+			{"/runs/run-nightly-7", []string{"fetch", "<li>fetch</li>", "<li>review</li>", "claude-code five_hour: resets 2026-12-02 08:00:00 UTC (in 3h0m0s)",
+				"quota claude-code/five_hour", "needs review"}},
+			{"/hosts", []string{"host-buildbox-1", "buildbox", "7001", "2026-12-02 04:59:55 UTC (5s ago)", "30s", "live"}},
+			{"/login", []string{`name="token"`, `type="password"`}},
+		} {
+			t.Run(tc.path, func(t *testing.T) {
+				r := w.get(t, tc.path)
+				if r.code != 200 {
+					t.Fatalf("GET %s: %d\n%s", tc.path, r.code, r.body)
+				}
+				if ct := r.hdr.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				wantAll(t, tc.path, r.body, tc.wants...)
+			})
+		}
+	})
 }
 
 func TestUnknownJobAndRunAre404(t *testing.T) {
@@ -155,91 +156,93 @@ func sameJSON(t *testing.T, a, b any) bool {
 }
 
 func TestAPIServesTheCLIObjects(t *testing.T) {
-	w := newWorld(t, testToken)
-	j, _ := w.st.Job(w.ctx, "job-sync-repos")
-	hist, _ := w.st.JobHistory(w.ctx, "job-sync-repos")
-	got := decode[map[string]any](t, w.get(t, "/api/v1/jobs/job-sync-repos"))
-	if !sameJSON(t, got, view.NewJobDetail(j, hist)) {
-		t.Errorf("job: got %v", got)
-	}
-	if rs := got["receipts"].([]any); len(rs) != 1 {
-		t.Errorf("job: want its one receipt, got %v", rs)
-	}
-	quotas := decode[[]view.Quota](t, w.get(t, "/api/v1/quotas"))
-	if len(quotas) != 1 || !quotas[0].InWait || quotas[0].WaitUntil != "2026-12-02T05:42:00Z" || quotas[0].Remaining != float64(0) {
-		t.Errorf("quotas: %+v", quotas)
-	}
-	waits := decode[waitsJSON](t, w.get(t, "/api/v1/waits"))
-	if len(waits.Deferred) != 1 || waits.Deferred[0].ID != "job-sync-repos" || len(waits.Waiting) != 1 || waits.Waiting[0].PID != 4242 {
-		t.Errorf("waits: %+v", waits)
-	}
-	jobs := decode[jobsJSON](t, w.get(t, "/api/v1/jobs?state=ready"))
-	if jobs.Total != 4 || len(jobs.Jobs) != 4 || jobs.Page != 1 || jobs.Pages != 1 {
-		t.Errorf("ready jobs: %+v", jobs)
-	}
-	run := decode[view.FlowRunDetail](t, w.get(t, "/api/v1/runs/run-nightly-7"))
-	if run.Run.Status != "paused" || len(run.Tasks) != 3 || run.Tasks[1].Quota == nil || run.Tasks[1].Quota.ResetAt != "2026-12-02T08:00:00Z" {
-		t.Errorf("run: %+v", run)
-	}
-	runs := decode[view.FlowRuns](t, w.get(t, "/api/v1/runs"))
-	if len(runs.Runs) != 1 || runs.Runs[0].Tasks["paused"] != 1 {
-		t.Errorf("runs: %+v", runs)
-	}
-	hosts := decode[[]view.Host](t, w.get(t, "/api/v1/hosts"))
-	if len(hosts) != 1 || !hosts[0].Live || hosts[0].Hostname != "buildbox" {
-		t.Errorf("hosts: %+v", hosts)
-	}
-	if r := w.get(t, "/api/v1/jobs?state=bogus"); r.code != 400 || !strings.Contains(r.body, `"error"`) {
-		t.Errorf("bad state: %d %s", r.code, r.body)
-	}
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		j, _ := w.st.Job(w.ctx, "job-sync-repos")
+		hist, _ := w.st.JobHistory(w.ctx, "job-sync-repos")
+		got := decode[map[string]any](t, w.get(t, "/api/v1/jobs/job-sync-repos"))
+		if !sameJSON(t, got, view.NewJobDetail(j, hist)) {
+			t.Errorf("job: got %v", got)
+		}
+		if rs := got["receipts"].([]any); len(rs) != 1 {
+			t.Errorf("job: want its one receipt, got %v", rs)
+		}
+		quotas := decode[[]view.Quota](t, w.get(t, "/api/v1/quotas"))
+		if len(quotas) != 1 || !quotas[0].InWait || quotas[0].WaitUntil != "2026-12-02T05:42:00Z" || quotas[0].Remaining != float64(0) {
+			t.Errorf("quotas: %+v", quotas)
+		}
+		waits := decode[waitsJSON](t, w.get(t, "/api/v1/waits"))
+		if len(waits.Deferred) != 1 || waits.Deferred[0].ID != "job-sync-repos" || len(waits.Waiting) != 1 || waits.Waiting[0].PID != 4242 {
+			t.Errorf("waits: %+v", waits)
+		}
+		jobs := decode[jobsJSON](t, w.get(t, "/api/v1/jobs?state=ready"))
+		if jobs.Total != 4 || len(jobs.Jobs) != 4 || jobs.Page != 1 || jobs.Pages != 1 {
+			t.Errorf("ready jobs: %+v", jobs)
+		}
+		run := decode[view.FlowRunDetail](t, w.get(t, "/api/v1/runs/run-nightly-7"))
+		if run.Run.Status != "paused" || len(run.Tasks) != 3 || run.Tasks[1].Quota == nil || run.Tasks[1].Quota.ResetAt != "2026-12-02T08:00:00Z" {
+			t.Errorf("run: %+v", run)
+		}
+		runs := decode[view.FlowRuns](t, w.get(t, "/api/v1/runs"))
+		if len(runs.Runs) != 1 || runs.Runs[0].Tasks["paused"] != 1 {
+			t.Errorf("runs: %+v", runs)
+		}
+		hosts := decode[[]view.Host](t, w.get(t, "/api/v1/hosts"))
+		if len(hosts) != 1 || !hosts[0].Live || hosts[0].Hostname != "buildbox" {
+			t.Errorf("hosts: %+v", hosts)
+		}
+		if r := w.get(t, "/api/v1/jobs?state=bogus"); r.code != 400 || !strings.Contains(r.body, `"error"`) {
+			t.Errorf("bad state: %d %s", r.code, r.body)
+		}
+	})
 }
 
 func TestJobsFilterSearchAndPage(t *testing.T) {
-	w := newWorld(t, testToken)
-	for i := range 120 {
-		if _, _, err := w.jobs.Submit(w.ctx, fmt.Sprintf("job-bulk-%03d", i), job.Spec{Argv: []string{"true"}}); err != nil {
-			t.Fatal(err)
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		for i := range 120 {
+			if _, _, err := w.jobs.Submit(w.ctx, fmt.Sprintf("job-bulk-%03d", i), job.Spec{Argv: []string{"true"}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	rows := regexp.MustCompile(`<a href="/jobs/[^"]+">`)
-	for _, tc := range []struct {
-		query      string
-		rows       int
-		wants      []string
-		prev, next bool
-	}{
-		{"", 50, []string{"125 jobs, page 1 of 3."}, false, true},
-		{"?page=2", 50, []string{"page 2 of 3"}, true, true},
-		{"?page=3", 25, []string{"page 3 of 3"}, true, false},
-		{"?page=9", 0, []string{"125 jobs, page 9 of 3."}, true, false},
-		{"?q=BULK-11", 10, []string{"10 jobs."}, false, false},
-		{"?state=deferred", 1, []string{"job-sync-repos", `<option value="deferred" selected>`}, false, false},
-		{"?state=cancelled", 0, []string{"0 jobs."}, false, false},
-	} {
-		r := w.get(t, "/jobs"+tc.query)
-		if r.code != 200 {
-			t.Fatalf("%s: %d", tc.query, r.code)
+		rows := regexp.MustCompile(`<a href="/jobs/[^"]+">`)
+		for _, tc := range []struct {
+			query      string
+			rows       int
+			wants      []string
+			prev, next bool
+		}{
+			{"", 50, []string{"125 jobs, page 1 of 3."}, false, true},
+			{"?page=2", 50, []string{"page 2 of 3"}, true, true},
+			{"?page=3", 25, []string{"page 3 of 3"}, true, false},
+			{"?page=9", 0, []string{"125 jobs, page 9 of 3."}, true, false},
+			{"?q=BULK-11", 10, []string{"10 jobs."}, false, false},
+			{"?state=deferred", 1, []string{"job-sync-repos", `<option value="deferred" selected>`}, false, false},
+			{"?state=cancelled", 0, []string{"0 jobs."}, false, false},
+		} {
+			r := w.get(t, "/jobs"+tc.query)
+			if r.code != 200 {
+				t.Fatalf("%s: %d", tc.query, r.code)
+			}
+			if n := len(rows.FindAllString(r.body, -1)); n != tc.rows {
+				t.Errorf("%s: %d rows, want %d", tc.query, n, tc.rows)
+			}
+			wantAll(t, tc.query, r.body, tc.wants...)
+			if got := strings.Contains(r.body, `id="prev"`); got != tc.prev {
+				t.Errorf("%s: prev link %v", tc.query, got)
+			}
+			if got := strings.Contains(r.body, `id="next"`); got != tc.next {
+				t.Errorf("%s: next link %v", tc.query, got)
+			}
 		}
-		if n := len(rows.FindAllString(r.body, -1)); n != tc.rows {
-			t.Errorf("%s: %d rows, want %d", tc.query, n, tc.rows)
+		p := decode[jobsJSON](t, w.get(t, "/api/v1/jobs?q=bulk&page=3"))
+		if p.Total != 120 || len(p.Jobs) != 20 || p.Pages != 3 || p.PageSize != PageSize {
+			t.Errorf("api page 3: total %d, %d jobs, %d pages", p.Total, len(p.Jobs), p.Pages)
 		}
-		wantAll(t, tc.query, r.body, tc.wants...)
-		if got := strings.Contains(r.body, `id="prev"`); got != tc.prev {
-			t.Errorf("%s: prev link %v", tc.query, got)
+		for _, bad := range []string{"?page=0", "?page=x", "?state=nope", "?q=" + strings.Repeat("a", 129), "?q=%00"} {
+			if r := w.get(t, "/jobs"+bad); r.code != 400 {
+				t.Errorf("%s: %d, want 400", bad, r.code)
+			}
 		}
-		if got := strings.Contains(r.body, `id="next"`); got != tc.next {
-			t.Errorf("%s: next link %v", tc.query, got)
-		}
-	}
-	p := decode[jobsJSON](t, w.get(t, "/api/v1/jobs?q=bulk&page=3"))
-	if p.Total != 120 || len(p.Jobs) != 20 || p.Pages != 3 || p.PageSize != PageSize {
-		t.Errorf("api page 3: total %d, %d jobs, %d pages", p.Total, len(p.Jobs), p.Pages)
-	}
-	for _, bad := range []string{"?page=0", "?page=x", "?state=nope", "?q=" + strings.Repeat("a", 129), "?q=%00"} {
-		if r := w.get(t, "/jobs"+bad); r.code != 400 {
-			t.Errorf("%s: %d, want 400", bad, r.code)
-		}
-	}
+	})
 }
 
 func (w *world) state(t *testing.T, id string) job.State {
@@ -252,50 +255,51 @@ func (w *world) state(t *testing.T, id string) job.State {
 }
 
 func TestAPIActionsNeedTheBearerToken(t *testing.T) {
-	w := newWorld(t, testToken)
-	for _, tc := range []struct {
-		name string
-		hdr  map[string]string
-		code int
-	}{
-		{"no header", nil, 401},
-		{"wrong token", map[string]string{"Authorization": "Bearer tok-wrong"}, 403},
-		{"token prefix", map[string]string{"Authorization": "Bearer " + testToken[:len(testToken)-1]}, 403},
-		{"basic auth", map[string]string{"Authorization": "Basic " + testToken}, 401},
-		{"session cookie", map[string]string{"Cookie": sessionCookie + "=" + w.srv.session}, 401},
-	} {
-		if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, tc.hdr); r.code != tc.code {
-			t.Errorf("%s: %d, want %d: %s", tc.name, r.code, tc.code, r.body)
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		for _, tc := range []struct {
+			name string
+			hdr  map[string]string
+			code int
+		}{
+			{"no header", nil, 401},
+			{"wrong token", map[string]string{"Authorization": "Bearer tok-wrong"}, 403},
+			{"token prefix", map[string]string{"Authorization": "Bearer " + testToken[:len(testToken)-1]}, 403},
+			{"basic auth", map[string]string{"Authorization": "Basic " + testToken}, 401},
+			{"session cookie", map[string]string{"Cookie": sessionCookie + "=" + w.srv.session}, 401},
+		} {
+			if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, tc.hdr); r.code != tc.code {
+				t.Errorf("%s: %d, want %d: %s", tc.name, r.code, tc.code, r.body)
+			}
 		}
-	}
-	if s := w.state(t, "job-lint"); s != job.Ready {
-		t.Fatalf("refused cancels changed the job: %s", s)
-	}
-	auth := map[string]string{"Authorization": "Bearer " + testToken}
-	if r := w.do(t, "GET", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 405 {
-		t.Errorf("GET on an action: %d, want 405", r.code)
-	}
-	got := decode[view.Job](t, w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth))
-	if got.State != job.Cancelled || w.state(t, "job-lint") != job.Cancelled {
-		t.Errorf("cancel: %s", got.State)
-	}
-	if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 409 {
-		t.Errorf("cancel of a cancelled job: %d, want 409", r.code)
-	}
-	if r := w.do(t, "POST", "/api/v1/jobs/job-nope/cancel", nil, auth); r.code != 404 {
-		t.Errorf("cancel of no job: %d, want 404", r.code)
-	}
-	got = decode[view.Job](t, w.do(t, "POST", "/api/v1/jobs/job-deploy/approve", nil, auth))
-	j, _ := w.st.Job(w.ctx, "job-deploy")
-	if !j.Approved || got.ID != "job-deploy" {
-		t.Errorf("approve: stored %+v", j)
-	}
-	if r := w.do(t, "POST", "/api/v1/jobs/job-build-1/unblock", nil, auth); r.code != 409 {
-		t.Errorf("unblock of a ready job: %d, want 409", r.code)
-	}
-	if !strings.Contains(w.logs.String(), "console: cancel") {
-		t.Errorf("the cancel is not logged:\n%s", w.logs)
-	}
+		if s := w.state(t, "job-lint"); s != job.Ready {
+			t.Fatalf("refused cancels changed the job: %s", s)
+		}
+		auth := map[string]string{"Authorization": "Bearer " + testToken}
+		if r := w.do(t, "GET", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 405 {
+			t.Errorf("GET on an action: %d, want 405", r.code)
+		}
+		got := decode[view.Job](t, w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth))
+		if got.State != job.Cancelled || w.state(t, "job-lint") != job.Cancelled {
+			t.Errorf("cancel: %s", got.State)
+		}
+		if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 409 {
+			t.Errorf("cancel of a cancelled job: %d, want 409", r.code)
+		}
+		if r := w.do(t, "POST", "/api/v1/jobs/job-nope/cancel", nil, auth); r.code != 404 {
+			t.Errorf("cancel of no job: %d, want 404", r.code)
+		}
+		got = decode[view.Job](t, w.do(t, "POST", "/api/v1/jobs/job-deploy/approve", nil, auth))
+		j, _ := w.st.Job(w.ctx, "job-deploy")
+		if !j.Approved || got.ID != "job-deploy" {
+			t.Errorf("approve: stored %+v", j)
+		}
+		if r := w.do(t, "POST", "/api/v1/jobs/job-build-1/unblock", nil, auth); r.code != 409 {
+			t.Errorf("unblock of a ready job: %d, want 409", r.code)
+		}
+		if !strings.Contains(w.logs.String(), "console: cancel") {
+			t.Errorf("the cancel is not logged:\n%s", w.logs)
+		}
+	})
 }
 
 // login posts the token and returns the session cookie header.
@@ -315,49 +319,50 @@ func (w *world) login(t *testing.T) string {
 }
 
 func TestPageActionsNeedSessionAndCSRF(t *testing.T) {
-	w := newWorld(t, testToken)
-	if r := w.do(t, "POST", "/login", url.Values{"token": {"tok-wrong"}}, nil); r.code != 403 || r.hdr.Get("Set-Cookie") != "" {
-		t.Errorf("wrong token: %d, cookie %q", r.code, r.hdr.Get("Set-Cookie"))
-	}
-	cookie := w.login(t)
-	page := w.do(t, "GET", "/jobs/job-build-1", nil, map[string]string{"Cookie": cookie})
-	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page.body)
-	if m == nil || !strings.Contains(page.body, `id="cancel"`) {
-		t.Fatalf("logged in, the job's page has no cancel form with a CSRF token:\n%s", page.body)
-	}
-	csrf := m[1]
-	for _, tc := range []struct {
-		name string
-		form url.Values
-		hdr  map[string]string
-	}{
-		{"no session", url.Values{"csrf": {csrf}}, nil},
-		{"forged session", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": sessionCookie + "=" + strings.Repeat("0", 64)}},
-		{"the token as session", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": sessionCookie + "=" + testToken}},
-		{"no CSRF", url.Values{}, map[string]string{"Cookie": cookie}},
-		{"wrong CSRF", url.Values{"csrf": {"00" + csrf[2:]}}, map[string]string{"Cookie": cookie}},
-	} {
-		if r := w.do(t, "POST", "/jobs/job-build-1/cancel", tc.form, tc.hdr); r.code != 403 {
-			t.Errorf("%s: %d, want 403", tc.name, r.code)
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		if r := w.do(t, "POST", "/login", url.Values{"token": {"tok-wrong"}}, nil); r.code != 403 || r.hdr.Get("Set-Cookie") != "" {
+			t.Errorf("wrong token: %d, cookie %q", r.code, r.hdr.Get("Set-Cookie"))
 		}
-	}
-	if s := w.state(t, "job-build-1"); s != job.Ready {
-		t.Fatalf("refused cancels changed the job: %s", s)
-	}
-	if r := w.do(t, "GET", "/jobs/job-build-1/cancel", nil, map[string]string{"Cookie": cookie}); r.code != 405 {
-		t.Errorf("GET on an action: %d, want 405", r.code)
-	}
-	r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie})
-	if r.code != 303 || r.hdr.Get("Location") != "/jobs/job-build-1" {
-		t.Fatalf("cancel: %d to %q", r.code, r.hdr.Get("Location"))
-	}
-	if s := w.state(t, "job-build-1"); s != job.Cancelled {
-		t.Errorf("after cancel: %s", s)
-	}
-	if r := w.do(t, "POST", "/logout", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code != 303 ||
-		!strings.Contains(r.hdr.Get("Set-Cookie"), "Max-Age=0") {
-		t.Errorf("logout: %d %q", r.code, r.hdr.Get("Set-Cookie"))
-	}
+		cookie := w.login(t)
+		page := w.do(t, "GET", "/jobs/job-build-1", nil, map[string]string{"Cookie": cookie})
+		m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page.body)
+		if m == nil || !strings.Contains(page.body, `id="cancel"`) {
+			t.Fatalf("logged in, the job's page has no cancel form with a CSRF token:\n%s", page.body)
+		}
+		csrf := m[1]
+		for _, tc := range []struct {
+			name string
+			form url.Values
+			hdr  map[string]string
+		}{
+			{"no session", url.Values{"csrf": {csrf}}, nil},
+			{"forged session", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": sessionCookie + "=" + strings.Repeat("0", 64)}},
+			{"the token as session", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": sessionCookie + "=" + testToken}},
+			{"no CSRF", url.Values{}, map[string]string{"Cookie": cookie}},
+			{"wrong CSRF", url.Values{"csrf": {"00" + csrf[2:]}}, map[string]string{"Cookie": cookie}},
+		} {
+			if r := w.do(t, "POST", "/jobs/job-build-1/cancel", tc.form, tc.hdr); r.code != 403 {
+				t.Errorf("%s: %d, want 403", tc.name, r.code)
+			}
+		}
+		if s := w.state(t, "job-build-1"); s != job.Ready {
+			t.Fatalf("refused cancels changed the job: %s", s)
+		}
+		if r := w.do(t, "GET", "/jobs/job-build-1/cancel", nil, map[string]string{"Cookie": cookie}); r.code != 405 {
+			t.Errorf("GET on an action: %d, want 405", r.code)
+		}
+		r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie})
+		if r.code != 303 || r.hdr.Get("Location") != "/jobs/job-build-1" {
+			t.Fatalf("cancel: %d to %q", r.code, r.hdr.Get("Location"))
+		}
+		if s := w.state(t, "job-build-1"); s != job.Cancelled {
+			t.Errorf("after cancel: %s", s)
+		}
+		if r := w.do(t, "POST", "/logout", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code != 303 ||
+			!strings.Contains(r.hdr.Get("Set-Cookie"), "Max-Age=0") {
+			t.Errorf("logout: %d %q", r.code, r.hdr.Get("Set-Cookie"))
+		}
+	})
 }
 
 func TestNoTokenMeansNoActions(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/workflow/record"
 )
@@ -63,14 +65,35 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// newWorld builds the world on a fresh SQLite store.
 func newWorld(t testing.TB, token string) *world {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "layover.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "layover.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	return buildWorld(t, st, token)
+}
+
+// eachWorld runs f on the world built on SQLite and on PostgreSQL (a
+// schema of its own on the server of LAYOVER_TEST_POSTGRES; skipped
+// without it, failed under CI).
+func eachWorld(t *testing.T, token string, f func(t *testing.T, w *world)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, newWorld(t, token)) })
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(t.Context(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		f(t, buildWorld(t, st, token))
+	})
+}
+
+func buildWorld(t testing.TB, st store.Store, token string) *world {
+	t.Helper()
+	ctx := context.Background()
 	fake := clock.NewFake(t0.Add(-30 * time.Minute))
 	jobs, err := host.NewJobs(host.Config{Store: st, Clock: fake, Env: []string{}})
 	if err != nil {
