@@ -57,11 +57,14 @@ func (w *webhook) await(t *testing.T, path string, n int) []string {
 // serve --notify tells a receiver of a job deferred on a spent quota and
 // of one that failed, in order, in the JSON body and in Slack's form;
 // with --log-format json every line of serve's log is JSON, with a line
-// per transition; no secret reaches a receiver or the log.
+// per transition; no secret reaches a receiver or the log. On both stores.
 func TestServeNotifiesAndLogsJSON(t *testing.T) {
 	t.Parallel()
+	onEachStore(t, fake.GitHubConfig{}, testServeNotifiesAndLogsJSON)
+}
+
+func testServeNotifiesAndLogsJSON(t *testing.T, b *bundle) {
 	const deployKey = "deploy-key-value-8c1f2e"
-	b := setup(t, fake.GitHubConfig{})
 	b.env["DEPLOY_KEY"] = deployKey
 	hook := newWebhook(t)
 	reset := nextSecond(time.Hour)
