@@ -27,9 +27,11 @@ import (
 // machine. A flag that names one job or one run (--id, --run-id, --quota,
 // --max-attempts) is not one: a value from a file would make every
 // submission alike. No key is a token: tokens come from their own
-// variables (docs/secrets.md).
+// variables (docs/secrets.md). The secret keys, whose values may hold a
+// secret (the store URL's password, a webhook URL's), are never quoted in
+// an error; serve masks them in its log as it does when they are flags.
 var configKeys = map[string]configKey{
-	"reserve":           {repeatable: true},
+	"reserve":           {repeatable: true, split: commaList},
 	"reset-margin":      {},
 	"jitter":            {},
 	"max-total-wait":    {},
@@ -45,13 +47,18 @@ var configKeys = map[string]configKey{
 	"concurrency":       {},
 	"retry-backoff":     {},
 	"auth-recheck":      {},
+	"notify":            {repeatable: true, split: strings.Fields, secret: true},
+	"log-format":        {},
 }
 
 // configKey is how a config key's value is read and shown.
 type configKey struct {
-	// repeatable: the flag may be repeated; a file may give a list, and a
-	// variable (or a file's string) values apart by commas.
+	// repeatable: the flag may be repeated, and a file may give a list.
 	repeatable bool
+	// split, for a repeatable flag, parts a variable (or a file's string)
+	// into its values: at commas for a reserve ("100,graphql=50"), at
+	// spaces for URLs (which may hold commas).
+	split func(string) []string
 	// secret: the value may hold a secret (the store URL's password), so
 	// an error about it never quotes it.
 	secret bool
@@ -144,7 +151,7 @@ func (fs *flagSet) applyConfig(env *Env) error {
 func (fs *flagSet) configure(env *Env, file *configfile.File, scopes []string, name string) error {
 	key := configKeys[name]
 	if v := env.Getenv(envName(name)); v != "" {
-		for _, item := range items(v, key.repeatable) {
+		for _, item := range key.items(v) {
 			if err := fs.Set(name, item); err != nil {
 				return usageErr("%s: %s", envName(name), key.invalid(item, err))
 			}
@@ -160,7 +167,7 @@ func (fs *flagSet) configure(env *Env, file *configfile.File, scopes []string, n
 	}
 	list := v.Items
 	if !v.List {
-		list = items(v.Items[0], key.repeatable)
+		list = key.items(v.Items[0])
 	}
 	for _, item := range list {
 		if err := fs.Set(name, item); err != nil {
@@ -179,12 +186,17 @@ func (k configKey) invalid(item string, err error) string {
 	return redact.String(fmt.Sprintf("invalid value %q: %v", shown(item), err))
 }
 
-// items splits a repeatable flag's text at its commas ("100,graphql=50");
-// another flag's text is one item.
-func items(v string, repeatable bool) []string {
-	if !repeatable {
+// items parts a flag's text into its values (configKey.split); the text
+// of a flag that is not repeatable is one value.
+func (k configKey) items(v string) []string {
+	if k.split == nil {
 		return []string{v}
 	}
+	return k.split(v)
+}
+
+// commaList parts "100, graphql=50" at its commas, leaving out empty parts.
+func commaList(v string) []string {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {

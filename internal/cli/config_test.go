@@ -319,6 +319,38 @@ func TestConfigSecretValueNotQuoted(t *testing.T) {
 	}
 }
 
+// serve's --notify targets come from the file as a list, or from
+// LAYOVER_NOTIFY apart by spaces; a bad one is refused naming its scheme
+// and host only, never the rest of the URL, which holds the secret.
+func TestConfigNotifyTargets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeFile(t, dir, "c.toml", "[serve]\nnotify = [\"https://hooks.example/a,b\", \"slack:https://hooks.slack.com/services/T0/B0/x\"]\n")
+	for what, env := range map[string]*Env{
+		"file":     testEnv(map[string]string{"LAYOVER_CONFIG": path}),
+		"variable": testEnv(map[string]string{"LAYOVER_NOTIFY": "https://hooks.example/a,b slack:https://hooks.slack.com/services/T0/B0/x"}),
+	} {
+		var notify stringList
+		fs := newFlagSet("serve", "serve")
+		fs.Var(&notify, "notify", "targets")
+		if err := fs.parseArgsOnly(env); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if want := (stringList{"https://hooks.example/a,b", "slack:https://hooks.slack.com/services/T0/B0/x"}); !slices.Equal(notify, want) {
+			t.Errorf("%s: notify %q; want %q", what, notify, want)
+		}
+	}
+
+	const secret = "T0SECRET/B0SECRET/xyzSECRET"
+	bad := writeFile(t, dir, "bad.yaml", "serve:\n  notify: [\"gopher://hooks.example/"+secret+"\"]\n")
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := Main(context.Background(), env, []string{"serve", "--config", bad})
+	if code != ExitUsage || strings.Contains(errb.String(), "SECRET") || !strings.Contains(errb.String(), "hooks.example") {
+		t.Errorf("bad target from the file: exit %d, stderr %q; want 2 naming the host, not the secret", code, errb.String())
+	}
+}
+
 // Every command with a flag a config file may set says --config in its
 // help and may have a table; every table is such a command, and every key
 // is a flag of one.

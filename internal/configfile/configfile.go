@@ -60,8 +60,8 @@ type File struct {
 	Path string
 	// values holds the values by scope ("" the top level) and key.
 	values map[string]map[string]Value
-	// secrets are the passwords of the URLs the file holds, masked in
-	// every error about it.
+	// secrets are the URLs the file holds and their passwords, masked in
+	// every error about it (urlSecrets).
 	secrets []string
 }
 
@@ -114,9 +114,9 @@ func Read(path string, schema Schema) (*File, error) {
 // .toml, YAML for .yaml or .yml. Every key must be one of schema's, at the
 // top level or in one of its scopes' tables, each given once; a value is a
 // string, a number, a boolean, or (for a list key) a list of them. A fault
-// is an *Error, in which no password of a URL in data appears.
+// is an *Error, in which no URL of data, nor its password, appears.
 func Parse(path string, data []byte, schema Schema) (*File, error) {
-	f := &File{Path: path, values: map[string]map[string]Value{}, secrets: urlPasswords(data)}
+	f := &File{Path: path, values: map[string]map[string]Value{}, secrets: urlSecrets(data)}
 	if len(data) > MaxSize {
 		return nil, f.fault(0, "", fmt.Sprintf("larger than %d bytes", MaxSize))
 	}
@@ -156,10 +156,6 @@ func (f *File) Keys(scope string) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-// Secrets returns the passwords of the URLs the file holds (a PostgreSQL
-// store's), for the caller to mask wherever it shows a value of the file.
-func (f *File) Secrets() []string { return f.secrets }
 
 // Fault returns an *Error about key (in scope) of the file, at its line
 // when known, with every secret of the file masked in msg.
@@ -409,11 +405,17 @@ func yamlValue(n *yaml.Node) (Value, error) {
 	}
 }
 
-// urlPasswords returns the passwords of the URLs in data: in each run of
-// text between spaces, quotes and brackets, from the scheme before a
-// "://" on.
-func urlPasswords(data []byte) []string {
+// urlSecrets returns what may be secret in the URLs of data: each URL
+// whole (a webhook's path is its secret) and its password (a store's). A
+// URL is, in each run of text between spaces, quotes and brackets, what
+// follows the scheme before a "://".
+func urlSecrets(data []byte) []string {
 	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
 	fields := strings.FieldsFunc(string(data), func(r rune) bool {
 		return unicode.IsSpace(r) || strings.ContainsRune("\"'`[]{}", r)
 	})
@@ -426,9 +428,8 @@ func urlPasswords(data []byte) []string {
 		for start > 0 && isSchemeByte(s[start-1]) {
 			start--
 		}
-		if p := redact.URLPassword(s[start:]); p != "" && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
+		add(redact.URLPassword(s[start:]))
+		add(s[start:])
 	}
 	return out
 }

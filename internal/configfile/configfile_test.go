@@ -146,8 +146,9 @@ func TestParseEmpty(t *testing.T) {
 	}
 }
 
-// The password of a store URL in the file never appears in an error about
-// it, whichever key or syntax fault the error is about.
+// The password of a store URL in the file, or a webhook URL's path, never
+// appears in an error about it, whichever key or syntax fault the error is
+// about.
 func TestFaultsMaskURLPasswords(t *testing.T) {
 	t.Parallel()
 	const pw = "hunter2-very-secret"
@@ -158,6 +159,8 @@ func TestFaultsMaskURLPasswords(t *testing.T) {
 		"d.yaml": "store: postgres://layover:" + pw + "@db/layover\npostgres://layover:" + pw + "@db/x: 1\n",
 		"e.yaml": "store: [postgres://layover:" + pw + "@db/layover\n",
 		"f.toml": "[serve]\nstore = \"postgres://db/layover?password=" + pw + "\"\n\"postgres://u:" + pw + "@h\" = 1\n",
+		"g.toml": "store = [\"https://hooks.example/services/" + pw + "\"\n",
+		"h.yaml": "store: {https://hooks.example/" + pw + ": 1\n",
 	} {
 		f, err := Parse(name, []byte(text), schema)
 		if err == nil {
@@ -197,9 +200,9 @@ func FuzzParse(f *testing.F) {
 				if !strings.HasPrefix(msg, name) || strings.ContainsAny(msg, "\r\n") {
 					t.Fatalf("error %q: want one line naming %s", msg, name)
 				}
-				for _, p := range urlPasswords(data) {
+				for _, p := range urlSecrets(data) {
 					if len(p) >= redact.MinKnown && strings.Contains(msg, p) {
-						t.Fatalf("error %q shows the password %q", msg, p)
+						t.Fatalf("error %q shows the URL or password %q", msg, p)
 					}
 				}
 				return
