@@ -49,6 +49,8 @@ var configKeys = map[string]configKey{
 	"auth-recheck":      {},
 	"notify":            {repeatable: true, split: strings.Fields, secret: true},
 	"log-format":        {},
+	"listen":            {},
+	"token-file":        {},
 }
 
 // configKey is how a config key's value is read and shown.
