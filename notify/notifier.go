@@ -181,10 +181,11 @@ func (n *Notifier) Send(e Event) {
 	if len(n.workers) == 0 {
 		return
 	}
+	// Holding mu orders each Send before or after Close: one after it
+	// queues nothing that Close would miss.
 	n.mu.Lock()
-	closed := n.closed
-	n.mu.Unlock()
-	if closed {
+	defer n.mu.Unlock()
+	if n.closed {
 		n.dropped.Add(int64(len(n.workers)))
 		return
 	}

@@ -2,9 +2,11 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,10 +40,22 @@ func newWebhook(t *testing.T) *webhook {
 // await waits until path has received n bodies and returns them.
 func (w *webhook) await(t *testing.T, path string, n int) []string {
 	t.Helper()
+	return w.awaitMatching(t, path, n, func(string) bool { return true })
+}
+
+// awaitMatching waits until path has received n bodies that match, and
+// returns those.
+func (w *webhook) awaitMatching(t *testing.T, path string, n int, match func(body string) bool) []string {
+	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
+		var got []string
 		w.mu.Lock()
-		got := append([]string(nil), w.bodies[path]...)
+		for _, s := range w.bodies[path] {
+			if match(s) {
+				got = append(got, s)
+			}
+		}
 		w.mu.Unlock()
 		if len(got) >= n {
 			return got
@@ -49,7 +63,7 @@ func (w *webhook) await(t *testing.T, path string, n int) []string {
 		select {
 		case <-w.got:
 		case <-timeout:
-			t.Fatalf("%s received %d notifications, want %d: %q", path, len(got), n, got)
+			t.Fatalf("%s received %d matching notifications, want %d: %q", path, len(got), n, got)
 		}
 	}
 }
@@ -168,5 +182,39 @@ func TestServeRefusesBadNotifyTarget(t *testing.T) {
 	}
 	if r := b.layover("serve", "--log-format", "xml"); r.code != 2 || !strings.Contains(r.stderr, "--log-format") {
 		t.Errorf("serve --log-format xml: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// A durable workflow run's pause on a quota and its completion reach a
+// --notify receiver, in that order, the pause naming the task's quota and
+// its reset.
+func TestServeNotifiesFlowRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	b.agentBin()
+	reset := nextSecond(4 * time.Second)
+	script := filepath.Join(b.dir, "agent-script")
+	writeTestFile(t, script, fmt.Sprintf("limit %d\nok\n", reset.Unix()))
+	b.env["FAKE_AGENT_SCRIPT"], b.env["FAKE_AGENT_SESSION"] = script, "5f0c8a52-notify"
+	b.env["FAKE_AGENT_LOG"] = filepath.Join(b.dir, "agent.log")
+	writeTestFile(t, filepath.Join(b.dir, "pair.yaml"), pairFile)
+	if r := b.layover("flow", "submit", "pair.yaml", "--run-id", "pair-n"); r.code != 0 {
+		t.Fatalf("flow submit: exit %d %s", r.code, r.stderr)
+	}
+	hook := newWebhook(t)
+	serve := b.start("serve", "--lease", "3s", "--heartbeat", "500ms", "--reset-margin", "0s", "--jitter", "0s", "--notify", hook.URL+"/flow")
+	serve.waitLine(t, "run=pair-n status=complete")
+	var flow []map[string]any
+	for _, s := range hook.awaitMatching(t, "/flow", 2, func(s string) bool { return strings.Contains(s, `"kind":"flow-`) }) {
+		var x map[string]any
+		if err := json.Unmarshal([]byte(s), &x); err != nil {
+			t.Fatal(err)
+		}
+		flow = append(flow, x)
+	}
+	p, c := flow[0], flow[1]
+	if p["kind"] != "flow-paused" || p["run"] != "pair-n" || p["state"] != "paused" || p["key"] == nil ||
+		p["reset"] != reset.UTC().Format(time.RFC3339) || c["kind"] != "flow-complete" || c["run"] != "pair-n" {
+		t.Errorf("flow notifications:\n%v\n%v\nwant flow-paused (pair-n, its key, reset %s), then flow-complete", p, c, reset.UTC().Format(time.RFC3339))
 	}
 }
