@@ -154,21 +154,31 @@ func bearer(r *http.Request) (string, bool) {
 
 // apiAction performs action with the bearer token; it answers with the
 // job's show object after it.
+// bearerAllowed reports whether an API action may act: actions are on
+// and r carries the token as a bearer. When not, it has answered 401 or
+// 403.
+func (s *Server) bearerAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if !s.actions {
+		s.apiFail(w, http.StatusForbidden, "actions are off: layover serve was started without --token-file")
+		return false
+	}
+	tok, ok := bearer(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="layover"`)
+		s.apiFail(w, http.StatusUnauthorized, "this action needs Authorization: Bearer with the console token")
+		return false
+	}
+	if !s.tokenMatches(tok) {
+		s.log.Warn("api: action refused: wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
+		s.apiFail(w, http.StatusForbidden, "wrong token")
+		return false
+	}
+	return true
+}
+
 func (s *Server) apiAction(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.actions {
-			s.apiFail(w, http.StatusForbidden, "actions are off: layover serve was started without --token-file")
-			return
-		}
-		tok, ok := bearer(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="layover"`)
-			s.apiFail(w, http.StatusUnauthorized, "this action needs Authorization: Bearer with the console token")
-			return
-		}
-		if !s.tokenMatches(tok) {
-			s.log.Warn("api: "+action+" refused: wrong token", "remote", r.RemoteAddr)
-			s.apiFail(w, http.StatusForbidden, "wrong token")
+		if !s.bearerAllowed(w, r) {
 			return
 		}
 		id := r.PathValue("id")
@@ -192,4 +202,23 @@ func (s *Server) apiAction(action string) http.HandlerFunc {
 		}
 		s.writeJSON(w, 200, view.NewJobDetail(j, hist))
 	}
+}
+
+// apiRunCancel cancels a run as flow cancel does and answers with the run's
+// flow status RUN --json object after it.
+func (s *Server) apiRunCancel(w http.ResponseWriter, r *http.Request) {
+	if !s.bearerAllowed(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if code, msg, err := s.cancelRun(r, id); err != nil {
+		s.apiFail(w, code, msg)
+		return
+	}
+	d, err := s.run(r.Context(), id)
+	if err != nil {
+		s.apiStoreFailed(w, r, err)
+		return
+	}
+	s.writeJSON(w, 200, d.View)
 }

@@ -158,5 +158,16 @@ func TestConsoleInABrowser(t *testing.T) {
 		if s := w.state(t, "job-build-2"); s != "cancelled" {
 			t.Errorf("the store holds %s", s)
 		}
+		if status := see(t, "/runs/run-nightly-7", "#run-status"); status != "paused" {
+			t.Fatalf("the run shows %q before its cancel", status)
+		}
+		do(t, chromedp.Click(chromedp.CSS("#cancel-run")), chromedp.WaitNotPresent(chromedp.CSS("#cancel-run")))
+		if status := text(t, "#run-status"); status != "cancelled" {
+			t.Errorf("after pressing cancel run the page shows %q", status)
+		}
+		states := eval(t, `[...document.querySelectorAll("#tasks tbody tr")].map(tr => tr.cells[0].textContent + "=" + tr.cells[2].textContent)`)
+		if got := strings.Join(states, " "); got != "fetch=complete review=cancelled report=cancelled" {
+			t.Errorf("tasks after the run's cancel: %s", got)
+		}
 	})
 }

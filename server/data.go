@@ -113,6 +113,8 @@ type runDetail struct {
 	Run   record.Run
 	Tasks []taskRow
 	View  view.FlowRunDetail
+	// CanCancel: the run is neither complete nor cancelled.
+	CanCancel bool
 }
 
 // taskRow is a task on the run's page: its record and the tasks it needs.
@@ -146,7 +148,7 @@ func (s *Server) run(ctx context.Context, id string) (runDetail, error) {
 			needs[t.Name] = t.Needs
 		}
 	}
-	d := runDetail{Run: r, View: view.FlowRunDetail{Run: view.NewFlowRun(r, tasks), Tasks: []view.FlowTask{}}}
+	d := runDetail{Run: r, CanCancel: r.Status != record.RunComplete && r.Status != record.RunCancelled, View: view.FlowRunDetail{Run: view.NewFlowRun(r, tasks), Tasks: []view.FlowTask{}}}
 	for _, t := range tasks {
 		evs, err := s.cfg.Store.TaskEvents(ctx, id, t.Name)
 		if err != nil {

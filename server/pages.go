@@ -16,6 +16,8 @@ import (
 	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/textsafe"
+	"github.com/layoverhq/layover/workflow"
+	"github.com/layoverhq/layover/workflow/record"
 )
 
 //go:embed templates static
@@ -324,19 +326,27 @@ func actionError(action, id string, err error) (int, string) {
 
 var pastTense = map[string]string{"cancel": "cancelled", "approve": "approved", "unblock": "unblocked"}
 
+// formAllowed reports whether a console form's POST may act: actions are
+// on, r carries the session and the form's CSRF token. When not, it has
+// answered 403.
+func (s *Server) formAllowed(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	switch {
+	case !s.actions:
+		s.fail(w, r, http.StatusForbidden, "Actions are off: layover serve was started without --token-file.")
+	case !s.loggedIn(r):
+		s.fail(w, r, http.StatusForbidden, "Log in with the console token to act on jobs and runs.")
+	case !s.csrfMatches(r):
+		s.fail(w, r, http.StatusForbidden, "The form is stale or came from elsewhere: reload the page and try again.")
+	default:
+		return true
+	}
+	return false
+}
+
 func (s *Server) pageAction(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		if !s.actions {
-			s.fail(w, r, http.StatusForbidden, "Actions are off: layover serve was started without --token-file.")
-			return
-		}
-		if !s.loggedIn(r) {
-			s.fail(w, r, http.StatusForbidden, "Log in with the console token to act on jobs.")
-			return
-		}
-		if !s.csrfMatches(r) {
-			s.fail(w, r, http.StatusForbidden, "The form is stale or came from elsewhere: reload the page and try again.")
+		if !s.formAllowed(w, r) {
 			return
 		}
 		id := r.PathValue("id")
@@ -350,4 +360,32 @@ func (s *Server) pageAction(action string) http.HandlerFunc {
 		}
 		http.Redirect(w, r, "/jobs/"+url.PathEscape(id), http.StatusSeeOther)
 	}
+}
+
+// cancelRun cancels run id as layover flow cancel does (workflow.Cancel).
+func (s *Server) cancelRun(r *http.Request, id string) (int, string, error) {
+	n, err := workflow.Cancel(r.Context(), s.cfg.Store, s.cfg.Jobs, id, s.cfg.Clock.Now())
+	s.log.Info("console: cancel run", "run", id, "remote", r.RemoteAddr, "ok", err == nil, "tasks", n)
+	switch {
+	case err == nil:
+		return 200, "", nil
+	case errors.Is(err, job.ErrNotFound):
+		return 404, fmt.Sprintf("No run %q.", textsafe.Line(id, maxCell)), err
+	case errors.Is(err, workflow.ErrCancelRefused), errors.Is(err, record.ErrConflict):
+		return 409, textsafe.Line(fmt.Sprintf("Run %s is not cancelled: %v.", id, err), maxCell), err
+	}
+	s.log.Error("console: cancel run", "run", id, "err", err)
+	return 500, "The cancel failed; the server's log says why.", err
+}
+
+func (s *Server) pageRunCancel(w http.ResponseWriter, r *http.Request) {
+	if !s.formAllowed(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if code, msg, err := s.cancelRun(r, id); err != nil {
+		s.fail(w, r, code, msg)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+url.PathEscape(id), http.StatusSeeOther)
 }

@@ -31,7 +31,8 @@ import (
 type Config struct {
 	// Store is read for every page; required.
 	Store store.Store
-	// Jobs performs the actions (Cancel, Approve, Unblock); required.
+	// Jobs performs the actions on jobs (Cancel, Approve, Unblock) and
+	// cancels a durable run's jobs when the run is cancelled; required.
 	Jobs *host.Jobs
 	// Clock gives "now" for liveness, waits and resets; nil: the real clock.
 	Clock clock.Clock
@@ -132,6 +133,8 @@ func (s *Server) routes() {
 		m.HandleFunc("POST /jobs/{id}/"+a, s.pageAction(a))
 		m.HandleFunc("POST /api/v1/jobs/{id}/"+a, s.apiAction(a))
 	}
+	m.HandleFunc("POST /runs/{id}/cancel", s.pageRunCancel)
+	m.HandleFunc("POST /api/v1/runs/{id}/cancel", s.apiRunCancel)
 	m.HandleFunc("GET /api/v1/quotas", s.apiQuotas)
 	m.HandleFunc("GET /api/v1/waits", s.apiWaits)
 	m.HandleFunc("GET /api/v1/jobs", s.apiJobs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -450,8 +451,8 @@ func TestHealthz(t *testing.T) {
 	}
 	alive := false
 	for _, cfg := range []Config{
-		{Store: w.st, Jobs: w.jobs, Alive: func() bool { return alive }},
-		{Store: failingStore{w.st}, Jobs: w.jobs},
+		{Store: w.st, Jobs: w.jobs, Alive: func() bool { return alive }, Logger: slog.New(slog.DiscardHandler)},
+		{Store: failingStore{w.st}, Jobs: w.jobs, Logger: slog.New(slog.DiscardHandler)},
 	} {
 		srv, err := New(cfg)
 		if err != nil {
@@ -481,4 +482,39 @@ func TestMetricsMountedWhenGiven(t *testing.T) {
 	if rec.Code != 200 || rec.Body.String() != "layover_jobs 5\n" || rec.Header().Get("X-Frame-Options") != "DENY" {
 		t.Errorf("metrics: %d %q", rec.Code, rec.Body)
 	}
+}
+
+func TestRunCancelNeedsTheTokenAndCancelsAsFlowCancel(t *testing.T) {
+	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		if r := w.do(t, "POST", "/api/v1/runs/run-nightly-7/cancel", nil, map[string]string{"Authorization": "Bearer tok-wrong"}); r.code != 403 {
+			t.Errorf("wrong token: %d", r.code)
+		}
+		if r := w.do(t, "POST", "/runs/run-nightly-7/cancel", url.Values{}, map[string]string{"Cookie": w.login(t)}); r.code != 403 {
+			t.Errorf("no CSRF: %d", r.code)
+		}
+		if r := w.get(t, "/runs/run-nightly-7/cancel"); r.code != 405 {
+			t.Errorf("GET on the cancel: %d, want 405", r.code)
+		}
+		if run, _ := w.st.Run(w.ctx, "run-nightly-7"); run.Status != "paused" {
+			t.Fatalf("refused cancels changed the run: %s", run.Status)
+		}
+		auth := map[string]string{"Authorization": "Bearer " + testToken}
+		got := decode[view.FlowRunDetail](t, w.do(t, "POST", "/api/v1/runs/run-nightly-7/cancel", nil, auth))
+		states := map[string]string{}
+		for _, task := range got.Tasks {
+			states[task.Name] = task.State
+		}
+		if got.Run.Status != "cancelled" || states["fetch"] != "complete" || states["review"] != "cancelled" || states["report"] != "cancelled" {
+			t.Errorf("after cancel: run %s, tasks %v", got.Run.Status, states)
+		}
+		if r := w.do(t, "POST", "/api/v1/runs/run-nightly-7/cancel", nil, auth); r.code != 409 || !strings.Contains(r.body, "cancelled already") {
+			t.Errorf("cancel of a cancelled run: %d %s", r.code, r.body)
+		}
+		if r := w.do(t, "POST", "/api/v1/runs/run-nope/cancel", nil, auth); r.code != 404 {
+			t.Errorf("cancel of no run: %d", r.code)
+		}
+		if body := w.do(t, "GET", "/runs/run-nightly-7", nil, map[string]string{"Cookie": w.login(t)}).body; strings.Contains(body, `id="cancel-run"`) {
+			t.Errorf("a cancelled run still offers its cancel")
+		}
+	})
 }

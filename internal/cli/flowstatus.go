@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/workflow"
 	"github.com/layoverhq/layover/workflow/record"
 )
 
@@ -161,90 +163,28 @@ func runFlowCancel(ctx context.Context, env *Env, args []string) error {
 	return o.run(ctx, env)
 }
 
-// maxCancelTries bounds the re-reads of a write of cancel that raced
-// another writer of the run (a flow run still going).
-const maxCancelTries = 5
-
 func (o *FlowCancelOptions) run(ctx context.Context, env *Env) error {
 	st, err := openStore(ctx, env, o.Store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	n, err := cancelRun(ctx, st, o.Run, env.Clock.Now())
-	if err == nil {
-		// A durable run's tasks are jobs: they stop too.
-		if err := cancelJobs(ctx, env, st, o.Run); err != nil {
-			return internalErr("flow cancel: %v", err)
-		}
+	// A durable run's tasks are jobs: they stop too.
+	jobs, err := host.NewJobs(host.Config{Store: st, Clock: env.Clock})
+	if err != nil {
+		return internalErr("flow cancel: %v", err)
 	}
+	n, err := workflow.Cancel(ctx, st, jobs, o.Run, env.Clock.Now())
 	switch {
 	case err == nil:
 		fmt.Fprintf(env.Stdout, "%s: cancelled (%d unfinished tasks cancelled)\n", shown(o.Run), n)
 		return nil
 	case errors.Is(err, job.ErrNotFound):
 		return failErr("flow cancel: no run %q", shown(o.Run))
-	case errors.Is(err, errRefused), errors.Is(err, record.ErrConflict):
+	case errors.Is(err, workflow.ErrCancelRefused), errors.Is(err, record.ErrConflict):
 		return failErr("flow cancel: %v", err)
 	}
 	return internalErr("flow cancel: %v", err)
-}
-
-// errRefused is a cancel of a run that has ended.
-var errRefused = errors.New("refused")
-
-// cancelRun marks run id cancelled, then each of its tasks that has not
-// ended (Terminal) cancelled with an event saying so, and returns how many
-// tasks it cancelled. A run complete or cancelled already is refused. A
-// write that lost to another writer reads the record again and retries.
-func cancelRun(ctx context.Context, st store.Store, id string, now time.Time) (int, error) {
-	for try := 1; ; try++ {
-		r, err := st.Run(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		switch r.Status {
-		case record.RunComplete, record.RunCancelled:
-			return 0, fmt.Errorf("%w: run %s is %s already", errRefused, shown(id), r.Status)
-		}
-		r.Status = record.RunCancelled
-		_, err = st.UpdateRun(ctx, r, now)
-		if errors.Is(err, record.ErrConflict) && try < maxCancelTries {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		break
-	}
-	n := 0
-	for try := 1; ; try++ {
-		tasks, err := st.RunTasks(ctx, id)
-		if err != nil {
-			return n, err
-		}
-		raced := false
-		for _, t := range tasks {
-			if t.State.Terminal() {
-				continue
-			}
-			from := t.State
-			t.State, t.Stage, t.WaitingOn = record.TaskCancelled, "cancelled", ""
-			ev := &record.TaskEvent{RunID: id, Task: t.Name, At: now, From: from, To: record.TaskCancelled, Reason: "flow cancel"}
-			_, err := st.UpdateTask(ctx, t, ev, now)
-			if errors.Is(err, record.ErrConflict) && try < maxCancelTries {
-				raced = true
-				continue
-			}
-			if err != nil {
-				return n, err
-			}
-			n++
-		}
-		if !raced {
-			return n, nil
-		}
-	}
 }
 
 // taskCounts is "3 complete, 1 paused": the tasks by state, in the order

@@ -109,29 +109,3 @@ func syncEvent(ev host.Event) bool {
 	}
 	return ev.From == job.Deferred || ev.From == job.Resumable
 }
-
-// cancelJobs cancels the jobs of a durable run's tasks (flow cancel); a
-// job that has ended is left as it is.
-func cancelJobs(ctx context.Context, env *Env, st store.Store, runID string) error {
-	r, err := st.Run(ctx, runID)
-	if err != nil || !r.Durable {
-		return err
-	}
-	tasks, err := st.RunTasks(ctx, runID)
-	if err != nil {
-		return err
-	}
-	jobs, err := host.NewJobs(host.Config{Store: st, Clock: env.Clock})
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		if t.JobID == "" {
-			continue
-		}
-		if _, err := jobs.Cancel(ctx, t.JobID); err != nil && !errors.Is(err, job.ErrTransition) && !errors.Is(err, job.ErrNotFound) {
-			return fmt.Errorf("cancel job %s of task %s: %w", t.JobID, t.Name, err)
-		}
-	}
-	return nil
-}
