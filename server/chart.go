@@ -22,8 +22,9 @@ const (
 // The y axis runs from 0 to the limit (or the most remaining seen when the
 // limit is unknown); the x axis from the first observation to the reset or
 // now, whichever is later. It holds only numbers layover computed, so it
-// is safe to insert unescaped.
-func burnChart(obs []store.Observation, st quota.State, now time.Time) template.HTML {
+// is safe to insert unescaped. reserve, when positive, is drawn as a dotted
+// line: below it scheduled work waits.
+func burnChart(obs []store.Observation, st quota.State, reserve int64, now time.Time) template.HTML {
 	if len(obs) == 0 {
 		obs = []store.Observation{store.ObservationOf(st)}
 	}
@@ -60,6 +61,9 @@ func burnChart(obs []store.Observation, st quota.State, now time.Time) template.
 	if st.ResetKnown && !st.ResetAt.IsZero() {
 		rx := x(st.ResetAt)
 		fmt.Fprintf(&b, `<line class="reset" x1="%.1f" y1="0" x2="%.1f" y2="%g" stroke="#888" stroke-dasharray="3,2"/>`, rx, rx, chartH)
+	}
+	if reserve > 0 && reserve <= top {
+		fmt.Fprintf(&b, `<line class="reserve" x1="0" y1="%.1f" x2="%g" y2="%.1f" stroke="#d80" stroke-dasharray="1,2"/>`, y(reserve), chartW, y(reserve))
 	}
 	fmt.Fprintf(&b, `<line class="now" x1="%.1f" y1="0" x2="%.1f" y2="%g" stroke="#36c"/>`, x(now), x(now), chartH)
 	var pts []string

@@ -48,10 +48,11 @@ func (s *Server) quotas(ctx context.Context, now time.Time, charts bool) ([]quot
 		if err != nil {
 			return nil, nil, err
 		}
-		rows[i] = quotaRow{Quota: views[i], State: st, Reserve: -1, Chart: burnChart(obs, st, now), Points: len(obs)}
+		rows[i] = quotaRow{Quota: views[i], State: st, Reserve: -1, Points: len(obs)}
 		if st.Limit >= 0 {
 			rows[i].Reserve = s.cfg.Policy.Reserve.For(st.Resource, st.Limit)
 		}
+		rows[i].Chart = burnChart(obs, st, rows[i].Reserve, now)
 	}
 	return rows, views, nil
 }
