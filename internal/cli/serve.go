@@ -153,7 +153,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger, notifier)
 	}()
 	defer func() { stopCoord(); <-coordDone }()
-	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease, "heartbeat", o.Heartbeat)
+	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease.String(), "heartbeat", o.Heartbeat.String())
 	for {
 		select {
 		case sig := <-env.Signals:
