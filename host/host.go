@@ -61,6 +61,10 @@ const (
 	// DefaultGrace is how long a stopped attempt has to end before it is
 	// killed, when the lease leaves that much time (see Host.grace).
 	DefaultGrace = 5 * time.Second
+	// DefaultDrainTimeout is how long a drain (Drain) lets running jobs
+	// finish by default; MaxDrainTimeout bounds it.
+	DefaultDrainTimeout = 30 * time.Second
+	MaxDrainTimeout     = 24 * time.Hour
 )
 
 // stuckRetry is how soon the scheduler looks again when work is due but a

@@ -30,6 +30,8 @@ type ServeOptions struct {
 	Backoff     time.Duration
 	Notify      stringList // --notify targets: URL or slack:URL
 	LogFormat   string
+	// DrainTimeout is how long SIGTERM or SIGINT lets running jobs finish.
+	DrainTimeout time.Duration
 
 	// metrics is what serve serves at /metrics, set once the host is made.
 	metrics http.Handler
@@ -38,7 +40,7 @@ type ServeOptions struct {
 
 func runServe(ctx context.Context, env *Env, args []string) error {
 	opts := ServeOptions{Policy: quota.DefaultPolicy()}
-	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--retry-backoff D] [--auth-recheck D] [--notify URL]... [--log-format text|json]")
+	fs := newFlagSet("serve", "serve [policy flags] [--lease D] [--heartbeat D] [--resume-rate N] [--concurrency N] [--retry-backoff D] [--auth-recheck D] [--notify URL]... [--log-format text|json] [--drain-timeout D]")
 	policyFlags(fs, &opts.Policy)
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota jobs draw on (default $LAYOVER_PRINCIPAL, else learned from the token)")
@@ -53,6 +55,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&opts.Notify, "notify", "POST lifecycle events to `URL` (slack:URL: Slack's form), repeatable (docs/notifications.md)")
 	fs.StringVar(&opts.LogFormat, "log-format", logFormatText, "log lines as text or json (one line per job transition)")
 	consoleFlags(fs, &opts.console)
+	fs.durationVar(&opts.DrainTimeout, "drain-timeout", host.DefaultDrainTimeout, 0, host.MaxDrainTimeout,
+		"on SIGTERM or SIGINT, claim no more jobs and let running ones finish this long before stopping them (a second signal stops at once)")
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}
@@ -154,15 +158,30 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	}()
 	defer func() { stopCoord(); <-coordDone }()
 	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease.String(), "heartbeat", o.Heartbeat.String())
+	// The first SIGTERM or SIGINT drains the host (docs/lifecycle.md,
+	// Draining); a second one, or ctx ending, ends the drain at once.
+	var drained chan struct{} // closed when the drain is over; nil before
+	drainCtx, stopDrain := context.WithCancel(ctx)
+	defer stopDrain()
 	for {
 		select {
 		case sig := <-env.Signals:
-			if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+			switch {
+			case sig != syscall.SIGINT && sig != syscall.SIGTERM:
+			case drained != nil:
+				logger.Info("stopping at once", "signal", fmt.Sprint(sig))
+				stopDrain()
+			default:
 				logger.Info("stopping", "signal", fmt.Sprint(sig))
-				h.Stop()
-				return nil
+				drained = make(chan struct{})
+				go func() { defer close(drained); h.Drain(drainCtx, o.DrainTimeout) }()
 			}
+		case <-drained:
+			return nil
 		case <-ctx.Done():
+			if drained != nil {
+				<-drained // its context has ended too
+			}
 			h.Stop()
 			return nil
 		}
