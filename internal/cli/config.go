@@ -51,6 +51,7 @@ var configKeys = map[string]configKey{
 	"log-format":        {},
 	"listen":            {},
 	"token-file":        {},
+	"drain-timeout":     {},
 }
 
 // configKey is how a config key's value is read and shown.
