@@ -359,7 +359,7 @@ func (h *Host) Drain(ctx context.Context, timeout time.Duration) (stopped int) {
 	n := len(h.active)
 	h.mu.Unlock()
 	deadline := h.cfg.Clock.After(timeout)
-	h.cfg.Logger.Info("draining", "running", n, "up_to", timeout)
+	h.cfg.Logger.Info("draining", "running", n, "up_to", timeout.String())
 wait:
 	for h.running() > 0 {
 		select {
