@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"unicode"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 // FuzzParseJobQuery: no query string panics; what parses is a known state
@@ -16,34 +18,36 @@ func FuzzParseJobQuery(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		if len(raw) > 4096 {
-			return
-		}
-		v, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		q, err := parseJobQuery(v)
-		if err != nil {
-			return
-		}
-		if q.State != "" && !q.State.Valid() {
-			t.Fatalf("state %q", q.State)
-		}
-		if len(q.Q) > maxQuery {
-			t.Fatalf("q of %d bytes", len(q.Q))
-		}
-		for _, r := range q.Q {
-			if !unicode.IsPrint(r) {
-				t.Fatalf("q holds %q", r)
+		fuzzbound.Run(t, func() {
+			if len(raw) > 4096 {
+				return
 			}
-		}
-		if q.Page < 1 || q.Page > maxPage {
-			t.Fatalf("page %d", q.Page)
-		}
-		back, err := parseJobQuery(q.values(q.Page))
-		if err != nil || back != q {
-			t.Fatalf("round trip: %+v -> %+v, %v (page %s)", q, back, err, strconv.Itoa(q.Page))
-		}
+			v, err := url.ParseQuery(raw)
+			if err != nil {
+				return
+			}
+			q, err := parseJobQuery(v)
+			if err != nil {
+				return
+			}
+			if q.State != "" && !q.State.Valid() {
+				t.Fatalf("state %q", q.State)
+			}
+			if len(q.Q) > maxQuery {
+				t.Fatalf("q of %d bytes", len(q.Q))
+			}
+			for _, r := range q.Q {
+				if !unicode.IsPrint(r) {
+					t.Fatalf("q holds %q", r)
+				}
+			}
+			if q.Page < 1 || q.Page > maxPage {
+				t.Fatalf("page %d", q.Page)
+			}
+			back, err := parseJobQuery(q.values(q.Page))
+			if err != nil || back != q {
+				t.Fatalf("round trip: %+v -> %+v, %v (page %s)", q, back, err, strconv.Itoa(q.Page))
+			}
+		})
 	})
 }
