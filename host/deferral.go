@@ -6,6 +6,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -152,7 +153,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 		h.block(ctx, j, "cannot issue a receipt: "+err.Error(), att)
 		return
 	}
-	h.applyDeferral(ctx, j, job.Change{To: job.Deferred, Reason: w.Why, Attempt: att,
+	h.applyDeferral(ctx, j, job.Change{To: job.Deferred, Reason: w.Why + resetNote + stageTime(w.ResetAt), Attempt: att,
 		Receipt: &job.Receipt{JobID: j.ID, JSON: data, IssuedAt: now, HostID: h.cfg.ID, Fence: j.Fence},
 		Mutate: func(x *job.Job) {
 			x.RunAt, x.ResumeBy, x.Ownership, x.Probes = rc.ResumeAfter(), rc.ResumeBy(), job.Retained, 0
@@ -160,6 +161,28 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 			x.Stage = "Quota wait until " + stageTime(rc.ResumeAfter())
 			releaseLease(x)
 		}}, w)
+}
+
+// resetNote ends the reason of a deferral on a declared reset, before the
+// reset itself (RFC 3339 UTC): the job's wake-up, in its RunAt and stage,
+// is that reset plus the policy's margin and jitter. DeclaredReset reads
+// it back.
+const resetNote = "; resets at "
+
+// DeclaredReset is the reset a provider declared for the deferral whose
+// transition reason is reason, as the host records it (docs/lifecycle.md);
+// false for a deferral without a declared reset (a probe) or a reason the
+// host did not write.
+func DeclaredReset(reason string) (time.Time, bool) {
+	i := strings.LastIndex(reason, resetNote)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, reason[i+len(resetNote):])
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // stageTime renders a time for a stage line: RFC 3339 UTC.

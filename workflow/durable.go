@@ -28,6 +28,7 @@ type DurableStore interface {
 	Run(ctx context.Context, id string) (record.Run, error)
 	Runs(ctx context.Context) ([]record.Run, error)
 	Job(ctx context.Context, id string) (job.Job, error)
+	JobHistory(ctx context.Context, id string) (job.History, error)
 }
 
 // SubmitOptions configure one Submit. RunID, Store and Jobs are required.
@@ -363,7 +364,7 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		case p.timedOut:
 			return nil
 		case p.spent():
-			return c.stopForBudget(ctx, p, t, rt, nil, rt.Starts)
+			return c.stopForBudget(ctx, p, t, rt, nil)
 		case !p.roomToRelease():
 			return nil // the released tasks' first starts may use what is left
 		}
@@ -382,8 +383,12 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		// on_quota fail: the quota fails the task, as any failure; the
 		// failure is recorded before the job is cancelled, and a failed
 		// task's job that has not ended is cancelled at every Sync.
+		q, err := c.quotaOf(ctx, rt, j)
+		if err != nil {
+			return err
+		}
 		if err := c.move(ctx, rt, record.TaskEvent{Reason: "on_quota fail: " + j.Stage, Candidate: rt.Candidate}, func(x *record.Task) {
-			x.State, x.Stage, x.WaitingOn, x.Quota = record.TaskFailed, "failed", "", jobQuota(j)
+			x.State, x.Stage, x.WaitingOn, x.Quota = record.TaskFailed, "failed", "", q
 		}); err != nil {
 			return err
 		}
@@ -394,15 +399,20 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		if err != nil {
 			return err
 		}
-		switch {
-		case p.timedOut:
-			return c.stopForTimeout(ctx, p, t, rt, j, starts)
-		case p.starts()-rt.Starts+starts >= p.budget:
-			return c.stopForBudget(ctx, p, t, rt, &j, starts)
+		if p.timedOut || p.starts()-rt.Starts+starts >= p.budget {
+			q, err := c.quotaOf(ctx, rt, j)
+			if err != nil {
+				return err
+			}
+			w := waiting{job: j, starts: starts, quota: q}
+			if p.timedOut {
+				return c.stopForTimeout(ctx, p, t, rt, j, &w)
+			}
+			return c.stopForBudget(ctx, p, t, rt, &w)
 		}
 	}
 	if j.State == job.Cancelled && p.timedOut {
-		return c.stopForTimeout(ctx, p, t, rt, j, rt.Starts) // the host cancelled it at the run's deadline
+		return c.stopForTimeout(ctx, p, t, rt, j, nil) // the host cancelled it at the run's deadline
 	}
 	if j.State == job.Deferred && len(t.Agent) > 1 {
 		if next, ok := nextCandidate(t, rt, c.now()); ok {
@@ -422,37 +432,46 @@ func waitsToStart(j job.Job) bool {
 	return false
 }
 
+// waiting is a task's job that waits to start again, as a stop settles
+// the task on it: the job, the task's starts and the quota it waits on
+// (nil: none).
+type waiting struct {
+	job    job.Job
+	starts int
+	quota  *record.Quota
+}
+
 // stopForBudget stops a task the spent budget leaves without a start: a
-// task that was to be released stays pending; one whose job j waits to
-// start again (after a quota, a transient failure, for credentials) takes
-// the job's state, a paused one its quota record, its starts the jobs'
-// (starts), and the job is cancelled after the record is written. j is
-// nil for a task without a job.
-func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *record.Task, j *job.Job, starts int) error {
+// task that was to be released (w nil) stays pending; one whose job waits
+// to start again (after a quota, a transient failure, for credentials)
+// takes the job's state, a paused one its quota record, and the job is
+// cancelled after the record is written.
+func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *record.Task, w *waiting) error {
 	ev := record.TaskEvent{Reason: fmt.Sprintf("the budget of %d task starts is spent: nothing more starts", p.budget), Candidate: rt.Candidate}
 	if err := c.move(ctx, rt, ev, func(x *record.Task) {
-		if j != nil {
-			settle(x, *j, starts)
+		if w != nil {
+			settle(x, *w)
 		}
 		x.Stage = stageBudgetSpent
 	}); err != nil {
 		return err
 	}
-	if j == nil {
+	if w == nil {
 		return nil
 	}
-	return c.stopJob(ctx, p.run, t, j.ID)
+	return c.stopJob(ctx, p.run, t, w.job.ID)
 }
 
 // stopForTimeout stops a task at the run's deadline: its job j (which the
 // host cancels at the same deadline) is cancelled after the record is
 // written, and the task is paused, keeping its quota record, but for a
-// pending one, which stays pending. starts is its jobs' starts.
-func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *record.Task, j job.Job, starts int) error {
+// pending one, which stays pending. w is j when it waits to start, else
+// nil.
+func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *record.Task, j job.Job, w *waiting) error {
 	why := "the run's timeout passed at " + p.run.Deadline.UTC().Format(time.RFC3339) + ": nothing more starts; start a new run id"
 	if err := c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
-		if waitsToStart(j) {
-			settle(x, j, starts)
+		if w != nil {
+			settle(x, *w)
 		}
 		if x.State == record.TaskRunning {
 			x.State = record.TaskPaused
@@ -464,23 +483,22 @@ func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *r
 	return c.stopJob(ctx, p.run, t, j.ID)
 }
 
-// settle gives a task whose job j waits to start the job's state as follow
-// would: paused with the job's quota for a deferred or resumable job,
-// auth-wait, or pending for a ready one; and its starts.
-func settle(x *record.Task, j job.Job, starts int) {
-	switch j.State {
+// settle gives a task the state of its job that waits to start, as follow
+// would: paused with its quota for a deferred or resumable job, auth-wait,
+// or pending for a ready one (a retry); and its starts.
+func settle(x *record.Task, w waiting) {
+	switch w.job.State {
 	case job.Deferred, job.Resumable:
-		q := jobQuota(j)
-		if x.State == record.TaskPaused && x.Quota != nil {
-			q = x.Quota // as recorded when it paused
+		x.State, x.Quota, x.WaitingOn = record.TaskPaused, w.quota, ""
+		if w.quota != nil {
+			x.WaitingOn = waitingOn(*w.quota)
 		}
-		x.State, x.Quota, x.WaitingOn = record.TaskPaused, q, waitingOn(*q)
 	case job.AuthWait:
 		x.State = record.TaskAuthWait
 	default:
 		x.State = record.TaskPending
 	}
-	x.Starts, x.SessionID = starts, j.SessionID
+	x.Starts, x.SessionID = w.starts, w.job.SessionID
 }
 
 // firstCandidate is a task's first agent candidate ("" for a command).
@@ -521,12 +539,19 @@ func nextCandidate(t Task, rt *record.Task, now time.Time) (string, bool) {
 func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, old job.Job, next string) error {
 	id := nextJobID(r.ID, t.Name, rt.JobID)
 	prev := rt.Candidate
+	until, err := c.declaredReset(ctx, rt, old)
+	if err != nil {
+		return err
+	}
+	if until.IsZero() {
+		until = old.RunAt // no reset declared: limited until the host's probe
+	}
 	if err := c.move(ctx, rt, record.TaskEvent{Reason: "switched from " + prev + " after a quota, with the brief", Candidate: next},
 		func(x *record.Task) {
 			if x.Limited == nil {
 				x.Limited = map[string]time.Time{}
 			}
-			x.Limited[prev] = old.RunAt
+			x.Limited[prev] = until
 			x.State, x.Stage, x.Candidate, x.SessionID, x.JobID, x.Quota = record.TaskRunning, "ready", next, "", id, nil
 		}); err != nil {
 		return err
@@ -642,7 +667,10 @@ func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) er
 	}
 	var q *record.Quota
 	if to == record.TaskPaused {
-		q = jobQuota(j)
+		var err error
+		if q, err = c.quotaOf(ctx, rt, j); err != nil {
+			return err
+		}
 	}
 	starts, attempts, err := c.counts(ctx, rt, j)
 	if err != nil {
@@ -689,11 +717,62 @@ func (c *Coordinator) counts(ctx context.Context, rt *record.Task, j job.Job) (s
 	return starts, attempts, nil
 }
 
-// jobQuota is the quota record of a deferred job: its provider and
-// resource from its quota names (else its agent's provider), its reset the
-// job's wake-up, its message the job's stage.
+// quotaOf is the quota record of a task whose job j is deferred or
+// resumable: the quota as the host deferred the job on it, with the reset
+// the provider declared (zero when it declared none: a probe), not the
+// job's wake-up (the reset plus the policy's margin and jitter). The
+// reset is read from the job's last deferral once per deferral: while
+// the job's stage is the one recorded, or the job woke from it, the
+// recorded reset stands. For an agent task with other candidates limited,
+// the reset is the earliest of the limits still ahead, as flow run's.
+func (c *Coordinator) quotaOf(ctx context.Context, rt *record.Task, j job.Job) (*record.Quota, error) {
+	q := jobQuota(j)
+	switch {
+	case rt.Quota != nil && rt.JobID == j.ID && rt.State == record.TaskPaused &&
+		(j.State == job.Resumable || rt.Quota.Message == q.Message):
+		kept := *rt.Quota
+		return &kept, nil // the record of this deferral
+	case j.State == job.Deferred:
+		var err error
+		if q.ResetAt, err = c.declaredReset(ctx, rt, j); err != nil {
+			return nil, err
+		}
+	}
+	now := c.now()
+	for cand, until := range rt.Limited {
+		if cand == rt.Candidate || !until.After(now) || (!q.ResetAt.IsZero() && !until.Before(q.ResetAt)) {
+			continue
+		}
+		// Another candidate's limit ends first: the pause is on it, and the
+		// next Sync after it ends switches to it.
+		a, _ := agentcli.AgentNamed(cand)
+		q = &record.Quota{Provider: a.Provider, ResetAt: until,
+			Message: safe(fmt.Sprintf("every candidate is limited; %s first, until %s", a.Name, until.UTC().Format(time.RFC3339)))}
+	}
+	return q, nil
+}
+
+// declaredReset is the reset the provider declared for the last deferral
+// of task rt's job j (zero: none declared), from the job's history.
+func (c *Coordinator) declaredReset(ctx context.Context, rt *record.Task, j job.Job) (time.Time, error) {
+	h, err := c.Store.JobHistory(ctx, j.ID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("workflow: run %s task %s: job %s: %w", rt.RunID, rt.Name, j.ID, err)
+	}
+	for i := len(h.Transitions) - 1; i >= 0; i-- {
+		if h.Transitions[i].To == job.Deferred {
+			reset, _ := host.DeclaredReset(h.Transitions[i].Reason)
+			return reset, nil
+		}
+	}
+	return time.Time{}, nil
+}
+
+// jobQuota is the quota record of a deferred job but its reset: its
+// provider and resource from its quota names (else its agent's provider),
+// its message the job's stage (its wake-up).
 func jobQuota(j job.Job) *record.Quota {
-	q := &record.Quota{Provider: j.Spec.Provider, ResetAt: j.RunAt, Message: safe(j.Stage)}
+	q := &record.Quota{Provider: j.Spec.Provider, Message: safe(j.Stage)}
 	if len(j.Spec.Quota) > 0 {
 		p, res, _ := strings.Cut(j.Spec.Quota[0], ":")
 		if q.Provider == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,5 +89,40 @@ func TestDurableBudgetCapsReleases(t *testing.T) {
 		if strings.Join(ran, " ") != "night.a night.b" || r.Starts != 2 {
 			t.Fatalf("ran %q, the run counts %d starts", ran, r.Starts)
 		}
+	})
+}
+
+// A paused durable task's quota record keeps the reset the provider
+// declared; its stage shows the job's wake-up, the reset plus the host's
+// margin, which the record does not take for the reset. The record stands
+// after the reset has passed, until the job wakes.
+func TestDurablePauseRecordsTheDeclaredReset(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, st store.Store) {
+		reset := t0.Add(2 * time.Hour)
+		p := testPolicy
+		p.ResetMargin, p.Jitter = 5*time.Minute, 0
+		var once sync.Once
+		d := newDurablePolicy(t, st, p, func(_ context.Context, r host.Run) error {
+			var err error
+			once.Do(func() { err = host.Quota("github", "core", reset) })
+			return err
+		})
+		d.submit(workflow.Definition{Name: "n", Tasks: []workflow.Task{{Name: "fetch", Run: "gh api x", Quota: []string{"github"}}}})
+		_, got := d.until("paused", statusIs(record.RunPaused))
+		wake := "Quota wait until " + reset.Add(5*time.Minute).Format(time.RFC3339)
+		f := got["fetch"]
+		if f.Quota == nil || !f.Quota.ResetAt.Equal(reset) || f.Stage != wake {
+			t.Fatalf("fetch: stage %q, quota %+v; want reset %s and stage %q", f.Stage, f.Quota, reset, wake)
+		}
+		d.clk.Advance(2*time.Hour + time.Minute) // past the reset, before the wake-up
+		if err := d.coord.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, got = d.read(); got["fetch"].State != record.TaskPaused || !got["fetch"].Quota.ResetAt.Equal(reset) {
+			t.Fatalf("before the wake-up: fetch %s, quota %+v", got["fetch"].State, got["fetch"].Quota)
+		}
+		d.clk.Advance(5 * time.Minute)
+		d.until("complete", statusIs(record.RunComplete))
 	})
 }

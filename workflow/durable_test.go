@@ -13,6 +13,7 @@ import (
 	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/workflow"
@@ -36,9 +37,15 @@ type durable struct {
 
 func newDurable(t *testing.T, st store.Store, work func(context.Context, host.Run) error) *durable {
 	t.Helper()
-	d := &durable{t: t, st: st, clk: clock.NewFake(t0), runID: "night"}
 	p := testPolicy
 	p.ResetMargin, p.Jitter = 0, 0
+	return newDurablePolicy(t, st, p, work)
+}
+
+// newDurablePolicy is newDurable with the host's policy p.
+func newDurablePolicy(t *testing.T, st store.Store, p quota.Policy, work func(context.Context, host.Run) error) *durable {
+	t.Helper()
+	d := &durable{t: t, st: st, clk: clock.NewFake(t0), runID: "night"}
 	h, err := host.New(host.Config{Store: st, Clock: d.clk, Policy: p, ID: "host-a", Env: []string{"PATH=/usr/bin:/bin"},
 		CheckpointDir: t.TempDir(), Runner: host.FuncRunner(func(ctx context.Context, r host.Run) error {
 			d.mu.Lock()
@@ -151,8 +158,8 @@ func TestDurableReleaseOrder(t *testing.T) {
 	})
 }
 
-// A task that hits a quota is paused with the job's wake-up as its reset
-// while the other task completes; after the reset the host resumes it and
+// A task that hits a quota is paused with the declared reset while the
+// other task completes; after the reset the host resumes it and
 // its dependent runs.
 func TestDurablePausedTaskResumesAfterReset(t *testing.T) {
 	t.Parallel()
