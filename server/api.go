@@ -47,20 +47,24 @@ func (s *Server) apiQuotas(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, 200, views)
 }
 
-// waitsJSON is /api/v1/waits: the deferred jobs, soonest wake-up first, and
-// the waiting commands.
+// waitsJSON is /api/v1/waits: the keys that hold scheduled work back, the
+// deferred jobs, soonest wake-up first, and the waiting commands.
 type waitsJSON struct {
+	Keys     []view.Quota  `json:"keys"`
 	Deferred []view.Job    `json:"deferred"`
 	Waiting  []view.Waiter `json:"waiting"`
 }
 
 func (s *Server) apiWaits(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.waits(r.Context())
+	ws, err := s.waits(r.Context(), s.cfg.Clock.Now())
 	if err != nil {
 		s.apiStoreFailed(w, r, err)
 		return
 	}
-	out := waitsJSON{Deferred: []view.Job{}, Waiting: view.Waiters(ws.Waiting)}
+	out := waitsJSON{Keys: []view.Quota{}, Deferred: []view.Job{}, Waiting: view.Waiters(ws.Waiting)}
+	for _, k := range ws.Keys {
+		out.Keys = append(out.Keys, k.Quota)
+	}
 	for _, j := range ws.Deferred {
 		out.Deferred = append(out.Deferred, view.NewJob(j))
 	}

@@ -104,7 +104,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	})
 	t.Run("waits", func(t *testing.T) {
-		want(t, "deferred jobs", see(t, "/waits", "#deferred"), "job-sync-repos", "sync repos",
+		want(t, "keys", see(t, "/waits", "#keys"), "api.github.com/octocat/core", "Quota wait", "2026-12-02 05:42:00 UTC (in 42m0s)")
+		want(t, "deferred jobs", text(t, "#deferred"), "job-sync-repos", "sync repos",
 			"2026-12-02 05:43:00 UTC (in 43m0s)", "retained")
 		want(t, "waiting commands", text(t, "#waiting"), "laptop", "4242", "api.github.com/octocat/core",
 			"gh api /repos/octo/demo/issues", "2026-12-02 05:42:00 UTC (in 42m0s)")

@@ -33,25 +33,28 @@ type quotaRow struct {
 	Points  int
 }
 
+// quotas are the stored keys at now, ordered by key, with their view
+// objects; with charts, each with its reserve and burn chart too.
 func (s *Server) quotas(ctx context.Context, now time.Time, charts bool) ([]quotaRow, []view.Quota, error) {
 	states, err := s.cfg.Store.AllStates(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	views := view.Quotas(states, s.cfg.Policy, now)
-	if !charts {
-		return nil, views, nil
-	}
 	rows := make([]quotaRow, len(states))
 	for i, st := range states {
+		rows[i] = quotaRow{Quota: views[i], State: st, Reserve: -1}
+		if st.Limit >= 0 {
+			rows[i].Reserve = s.cfg.Policy.Reserve.For(st.Resource, st.Limit)
+		}
+		if !charts {
+			continue
+		}
 		obs, err := s.cfg.Store.Observations(ctx, st.Key, now.Add(-chartWindow), chartPoints)
 		if err != nil {
 			return nil, nil, err
 		}
-		rows[i] = quotaRow{Quota: views[i], State: st, Reserve: -1, Points: len(obs)}
-		if st.Limit >= 0 {
-			rows[i].Reserve = s.cfg.Policy.Reserve.For(st.Resource, st.Limit)
-		}
+		rows[i].Points = len(obs)
 		rows[i].Chart = burnChart(obs, st, rows[i].Reserve, now)
 	}
 	return rows, views, nil
@@ -60,11 +63,24 @@ func (s *Server) quotas(ctx context.Context, now time.Time, charts bool) ([]quot
 // waits are the Quota waits: the deferred jobs, soonest wake-up first, and
 // the waiting commands.
 type waits struct {
+	// Keys are the quota keys whose scheduled work waits at now: in a
+	// Quota wait, or held below their reserve until a known reset.
+	Keys     []quotaRow
 	Deferred []job.Job
 	Waiting  []store.Waiter
 }
 
-func (s *Server) waits(ctx context.Context) (waits, error) {
+func (s *Server) waits(ctx context.Context, now time.Time) (waits, error) {
+	rows, _, err := s.quotas(ctx, now, false)
+	if err != nil {
+		return waits{}, err
+	}
+	var keys []quotaRow
+	for _, q := range rows {
+		if q.WaitUntil != nil {
+			keys = append(keys, q)
+		}
+	}
 	deferred, err := s.cfg.Store.ListJobs(ctx, job.Deferred)
 	if err != nil {
 		return waits{}, err
@@ -80,7 +96,7 @@ func (s *Server) waits(ctx context.Context) (waits, error) {
 			live = append(live, w)
 		}
 	}
-	return waits{Deferred: deferred, Waiting: live}, nil
+	return waits{Keys: keys, Deferred: deferred, Waiting: live}, nil
 }
 
 // jobPage is one page of the jobs listing.

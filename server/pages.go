@@ -149,7 +149,7 @@ func (s *Server) quotasPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) waitsPage(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.waits(r.Context())
+	ws, err := s.waits(r.Context(), s.cfg.Clock.Now())
 	if err != nil {
 		s.storeFailed(w, r, err)
 		return

@@ -66,7 +66,7 @@ func TestPagesShowWhatTheStoreHolds(t *testing.T) {
 		}{
 			{"/", []string{"api.github.com", "octocat", "core", "0 / 5000", "2026-12-02 05:42:00 UTC (in 42m0s)",
 				"Quota wait until 2026-12-02 05:42:00 UTC", "<svg", "4 obs.", `class="obs"`, ">500<"}},
-			{"/waits", []string{"job-sync-repos", "sync repos", "Quota wait until", "laptop", "4242", "api.github.com/octocat/core",
+			{"/waits", []string{"api.github.com/octocat/core</td><td>Quota wait</td><td>2026-12-02 05:42:00 UTC (in 42m0s)", "job-sync-repos", "sync repos", "Quota wait until", "laptop", "4242", "api.github.com/octocat/core",
 				"gh api /repos/octo/demo/issues", "2026-12-02 05:42:00 UTC (in 42m0s)"}},
 			{"/jobs", []string{"5 jobs.", "job-build-1", "job-build-2", "job-lint", "job-deploy", "job-sync-repos", "nightly job-lint"}},
 			{"/jobs/job-sync-repos", []string{`id="job-state">deferred<`, "Receipt 1, issued", "resume_after", "submitted",
@@ -172,6 +172,9 @@ func TestAPIServesTheCLIObjects(t *testing.T) {
 			t.Errorf("quotas: %+v", quotas)
 		}
 		waits := decode[waitsJSON](t, w.get(t, "/api/v1/waits"))
+		if len(waits.Keys) != 1 || waits.Keys[0].Resource != "core" || waits.Keys[0].WaitUntil != "2026-12-02T05:42:00Z" {
+			t.Errorf("waits' keys: %+v", waits.Keys)
+		}
 		if len(waits.Deferred) != 1 || waits.Deferred[0].ID != "job-sync-repos" || len(waits.Waiting) != 1 || waits.Waiting[0].PID != 4242 {
 			t.Errorf("waits: %+v", waits)
 		}
