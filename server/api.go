@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -170,6 +171,11 @@ func (s *Server) bearerAllowed(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="layover"`)
 		s.apiFail(w, http.StatusUnauthorized, "this action needs Authorization: Bearer with the console token")
+		return false
+	}
+	if wait, ok := s.tooManyWrong(); ok {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+		s.apiFail(w, http.StatusTooManyRequests, fmt.Sprintf("too many wrong tokens: try again in %s", wait))
 		return false
 	}
 	if !s.tokenMatches(tok) {

@@ -266,6 +266,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "Actions are off: layover serve was started without --token-file.")
 		return
 	}
+	if wait, ok := s.tooManyWrong(); ok {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
+		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", fmt.Sprintf("Too many wrong tokens: try again in %s.", wait))
+		return
+	}
 	if !s.tokenMatches(r.PostFormValue("token")) {
 		s.log.Warn("console: login refused: wrong token", "remote", r.RemoteAddr)
 		s.render(w, r, http.StatusForbidden, "login", "Log in", "That is not the console token.")

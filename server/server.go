@@ -68,6 +68,7 @@ type Server struct {
 	// MACs under a key drawn at New, so they say nothing of the token and
 	// a restart logs everyone out.
 	session, csrf string
+	wrong         wrongTokens
 }
 
 // New returns a Server for cfg.
@@ -169,10 +170,22 @@ func securityHeaders(next http.Handler) http.Handler {
 }
 
 // tokenMatches reports, in constant time, whether got is the token. Always
-// false when the actions are off.
+// false when the actions are off. A wrong token is counted (wrongTokens).
 func (s *Server) tokenMatches(got string) bool {
 	sum := sha256.Sum256([]byte(got))
-	return s.actions && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+	ok := s.actions && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+	if !ok {
+		s.wrong.wrong(s.cfg.Clock.Now())
+	}
+	return ok
+}
+
+// tooManyWrong reports whether tokens are refused now, after too many
+// wrong ones, and how long for.
+func (s *Server) tooManyWrong() (time.Duration, bool) {
+	now := s.cfg.Clock.Now()
+	until, ok := s.wrong.blocked(now)
+	return until.Sub(now).Round(time.Second), ok
 }
 
 const sessionCookie = "layover_session"

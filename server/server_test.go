@@ -521,3 +521,35 @@ func TestRunCancelNeedsTheTokenAndCancelsAsFlowCancel(t *testing.T) {
 		}
 	})
 }
+
+func TestWrongTokensAreLimited(t *testing.T) {
+	w := newWorld(t, testToken)
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	for i := range maxWrongTokens {
+		var r response
+		if i%2 == 0 {
+			r = w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, map[string]string{"Authorization": "Bearer guess-" + fmt.Sprint(i)})
+		} else {
+			r = w.do(t, "POST", "/login", url.Values{"token": {"guess-" + fmt.Sprint(i)}}, nil)
+		}
+		if r.code != 403 {
+			t.Fatalf("wrong token %d: %d, want 403", i+1, r.code)
+		}
+	}
+	w.clock.Advance(wrongTokenWindow / 2)
+	for _, r := range []response{
+		w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth),
+		w.do(t, "POST", "/login", url.Values{"token": {testToken}}, nil),
+	} {
+		if r.code != 429 || r.hdr.Get("Retry-After") != "31" || !strings.Contains(r.body, "try again in 30s") {
+			t.Errorf("after %d wrong tokens the right one: %d, Retry-After %q: %s", maxWrongTokens, r.code, r.hdr.Get("Retry-After"), r.body)
+		}
+	}
+	if s := w.state(t, "job-lint"); s != job.Ready {
+		t.Fatalf("a refused cancel changed the job: %s", s)
+	}
+	w.clock.Advance(wrongTokenWindow / 2)
+	if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 200 {
+		t.Errorf("after the window the right token: %d %s", r.code, r.body)
+	}
+}
