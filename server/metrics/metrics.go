@@ -21,6 +21,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +71,16 @@ type Metrics struct {
 	lateness    prometheus.Histogram
 	readErrors  *prometheus.CounterVec
 	dropped     *droppedEvents
+
+	// wakes holds the wake-up of each job this process deferred (the
+	// deferral event's WakeAt) until the job moves on, at most maxWakes.
+	mu    sync.Mutex
+	wakes map[string]time.Time
 }
+
+// maxWakes bounds Metrics.wakes, in jobs. A job deferred past it, or by
+// another process, has its lateness read from its receipt in the store.
+const maxWakes = 100_000
 
 // New returns the metrics of a store. It panics when cfg.Store is nil (a
 // programmer's error).
@@ -106,6 +116,7 @@ func New(cfg Config) *Metrics {
 			Help: "Store reads that failed or timed out, by what was read (quotas, waiters, jobs, runs, job_history).",
 		}, []string{"read"}),
 		dropped: &droppedEvents{},
+		wakes:   map[string]time.Time{},
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -161,19 +172,47 @@ func (m *Metrics) Observe(ev host.Event) {
 		}
 		return
 	}
+	wake, known := m.trackWake(ev)
 	if ev.From == ev.To {
 		return
 	}
 	m.transitions.WithLabelValues(cmp.Or(string(ev.From), noneState), string(ev.To)).Inc()
 	if ev.To == job.Running && (ev.From == job.Resumable || ev.From == job.Deferred) {
+		if known {
+			m.lateness.Observe(max(0, ev.At.Sub(wake).Seconds()))
+			return
+		}
 		m.observeLateness(ev)
 	}
 }
 
+// trackWake keeps the wake-up of a job ev defers, and forgets it once ev
+// moves the job on, returning it then: its wake-up, and whether this
+// process knew it.
+func (m *Metrics) trackWake(ev host.Event) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	wake, known := m.wakes[ev.JobID]
+	switch ev.To {
+	case job.Deferred:
+		switch {
+		case ev.WakeAt.IsZero():
+			delete(m.wakes, ev.JobID)
+		case known || len(m.wakes) < maxWakes:
+			m.wakes[ev.JobID] = ev.WakeAt
+		}
+	case job.Resumable:
+	default:
+		delete(m.wakes, ev.JobID)
+	}
+	return wake, known
+}
+
 // observeLateness observes how late the job of ev, a resume that started
-// running at ev.At, started after its wake-up: the resume_after of the
-// receipt its last deferral recorded. A deferral without a receipt (an
-// unknown reset, probed on a backoff) is not observed.
+// running at ev.At, started after its wake-up, when this process did not
+// see the deferral: the resume_after of the receipt its last deferral
+// recorded. A deferral without a receipt (an unknown reset, probed on a
+// backoff) that another process made is not observed.
 func (m *Metrics) observeLateness(ev host.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.ScrapeTimeout)
 	defer cancel()

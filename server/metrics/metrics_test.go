@@ -290,14 +290,24 @@ func TestWakeupLateness(t *testing.T) {
 	eachStore(t, testWakeupLateness)
 }
 
-func testWakeupLateness(t *testing.T, st store.Store) {
-	clk := clock.NewFake(t0)
-	m := metrics.New(metrics.Config{Store: st, Clock: clk})
+// lateHost is a host on st whose runner meets an exhausted quota (reset,
+// zero when undeclared) on its first quotaRuns runs and then succeeds,
+// with m fed its events by until.
+type lateHost struct {
+	t   *testing.T
+	st  store.Store
+	clk *clock.Fake
+	m   *metrics.Metrics
+	h   *host.Host
+	sub *host.Subscription
+}
 
-	reset := t0.Add(30 * time.Minute)
+func newLateHost(t *testing.T, st store.Store, reset time.Time, quotaRuns int32) *lateHost {
+	t.Helper()
+	clk := clock.NewFake(t0)
 	var runs atomic.Int32
 	run := func(context.Context, host.Run) error {
-		if runs.Add(1) == 1 {
+		if runs.Add(1) <= quotaRuns {
 			return host.Quota("github", "core", reset)
 		}
 		return nil
@@ -309,46 +319,36 @@ func testWakeupLateness(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(256)
+	lh := &lateHost{t: t, st: st, clk: clk, m: metrics.New(metrics.Config{Store: st, Clock: clk}), h: h, sub: h.Subscribe(256)}
 	if err := h.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Stop)
+	return lh
+}
 
-	// until feeds m the host's events until one moves the job to state.
-	until := func(state job.State) {
-		t.Helper()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case ev := <-sub.C():
-				m.Observe(ev)
-				if ev.JobID == "j" && ev.To == state {
-					return
-				}
-			case <-timeout:
-				t.Fatalf("job j never became %s", state)
+// until feeds m the host's events until one moves job id to state, and
+// returns that event.
+func (lh *lateHost) until(id string, state job.State) host.Event {
+	lh.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-lh.sub.C():
+			lh.m.Observe(ev)
+			if ev.JobID == id && ev.To == state {
+				return ev
 			}
+		case <-timeout:
+			lh.t.Fatalf("job %s never became %s", id, state)
 		}
 	}
-	if _, _, err := h.Submit(t.Context(), "j", job.Spec{Argv: []string{"sync"}}); err != nil {
-		t.Fatal(err)
-	}
-	until(job.Deferred)
-	hist, err := st.JobHistory(t.Context(), "j")
-	if err != nil || len(hist.Receipts) != 1 {
-		t.Fatalf("history %+v, %v; want one receipt", hist, err)
-	}
-	rc, err := receipt.Decode(hist.Receipts[0].JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The host wakes 45 s after the receipt's resume_after.
-	const late = 45 * time.Second
-	clk.Set(rc.ResumeAfter().Add(late))
-	until(job.Complete)
+}
 
-	f := scrape(t, m.Handler())
+// wantLateness fails t unless m's histogram holds exactly one lateness,
+// late, in the buckets it belongs to.
+func wantLateness(t *testing.T, f families, late time.Duration) {
+	t.Helper()
 	fam := f["layover_wakeup_lateness_seconds"]
 	if fam == nil || len(fam.Metric) != 1 || fam.Metric[0].Histogram == nil {
 		t.Fatalf("layover_wakeup_lateness_seconds = %v", fam)
@@ -366,12 +366,77 @@ func testWakeupLateness(t *testing.T, st store.Store) {
 			t.Errorf("bucket le=%v holds %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
 		}
 	}
+}
+
+// A job this host deferred with a receipt: its lateness is from the
+// wake-up the deferral recorded, which is the receipt's resume_after.
+func testWakeupLateness(t *testing.T, st store.Store) {
+	lh := newLateHost(t, st, t0.Add(30*time.Minute), 1)
+	if _, _, err := lh.h.Submit(t.Context(), "j", job.Spec{Argv: []string{"sync"}}); err != nil {
+		t.Fatal(err)
+	}
+	lh.until("j", job.Deferred)
+	hist, err := st.JobHistory(t.Context(), "j")
+	if err != nil || len(hist.Receipts) != 1 {
+		t.Fatalf("history %+v, %v; want one receipt", hist, err)
+	}
+	rc, err := receipt.Decode(hist.Receipts[0].JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The host wakes 45 s after the receipt's resume_after.
+	const late = 45 * time.Second
+	lh.clk.Set(rc.ResumeAfter().Add(late))
+	lh.until("j", job.Complete)
+
+	f := scrape(t, lh.m.Handler())
+	wantLateness(t, f, late)
 	for _, tr := range [][2]string{{"none", "ready"}, {"ready", "running"}, {"running", "deferred"},
 		{"deferred", "resumable"}, {"resumable", "running"}, {"running", "complete"}} {
 		f.want(t, 1, "layover_job_transitions_total", "from="+tr[0], "to="+tr[1])
 	}
 	f.want(t, 1, "layover_sweep_moves_total", "kind=woken")
 	f.want(t, 1, "layover_jobs", "state=complete")
+}
+
+// A deferral without a receipt (no reset declared: a probe on a backoff)
+// that this host made: its lateness is from the probe's wake-up.
+func TestWakeupLatenessWithoutReceipt(t *testing.T) {
+	t.Parallel()
+	lh := newLateHost(t, openStore(t), time.Time{}, 1)
+	if _, _, err := lh.h.Submit(t.Context(), "j", job.Spec{Argv: []string{"sync"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := lh.until("j", job.Deferred)
+	if hist, err := lh.st.JobHistory(t.Context(), "j"); err != nil || len(hist.Receipts) != 0 || ev.WakeAt.IsZero() {
+		t.Fatalf("history %+v, %v, wake-up %v; want no receipt and a wake-up", hist, err, ev.WakeAt)
+	}
+	const late = 30 * time.Second
+	lh.clk.Set(ev.WakeAt.Add(late))
+	lh.until("j", job.Complete)
+	wantLateness(t, scrape(t, lh.m.Handler()), late)
+}
+
+// A job another process deferred (here, submitted deferred through another
+// front door to the store): its lateness is read from its receipt.
+func TestWakeupLatenessOfAnotherProcessesDeferral(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	lh := newLateHost(t, st, time.Time{}, 0)
+	ops, err := host.NewJobs(host.Config{Store: st, Clock: lh.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rc, err := ops.SubmitDeferred(t.Context(), "other", job.Spec{Argv: []string{"sync"}},
+		host.Deferral{Key: key("octocat", "core"), Provider: "github", ResetAt: t0.Add(10 * time.Minute)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const late = 20 * time.Second
+	lh.clk.Set(rc.ResumeAfter().Add(late))
+	lh.until("other", job.Running)
+	lh.until("other", job.Complete)
+	wantLateness(t, scrape(t, lh.m.Handler()), late)
 }
 
 // failingStore fails the reads the test names; the others go to Store. A
