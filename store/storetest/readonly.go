@@ -55,6 +55,8 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 	check("read-only AllStates", len(states), err, 1)
 	states, err = ro.States(ctx, []quota.Key{key})
 	check("read-only States", len(states), err, 1)
+	obs, err := ro.Observations(ctx, key, time.Time{}, 0)
+	check("read-only Observations", len(obs), err, 1)
 	login, ok, err := ro.Login(ctx, key.Host, "0123456789ab")
 	if login != "octocat" || !ok || err != nil {
 		t.Errorf("read-only Login = %q, %v, %v; want octocat", login, ok, err)
