@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
 )
 
 // The reset a deferral's reason declares reads back as written, whatever
@@ -13,16 +15,18 @@ func FuzzDeclaredReset(f *testing.F) {
 	f.Add("quota exhausted: resets at noon; resets at ", int64(0))
 	f.Add("secondary limit: slow down", int64(-1))
 	f.Fuzz(func(t *testing.T, why string, sec int64) {
-		if len(why) > 4096 {
-			return
-		}
-		if _, ok := DeclaredReset(why); ok && !strings.Contains(why, resetNote) {
-			t.Fatalf("%q declares a reset", why)
-		}
-		reset := time.Unix(sec%(1<<34), 0).UTC()
-		got, ok := DeclaredReset(why + resetNote + stageTime(reset))
-		if !ok || !got.Equal(reset) {
-			t.Fatalf("%q: got %s %v, want %s", why, got, ok, reset)
-		}
+		fuzzbound.Run(t, func() {
+			if len(why) > 4096 {
+				return
+			}
+			if _, ok := DeclaredReset(why); ok && !strings.Contains(why, resetNote) {
+				t.Fatalf("%q declares a reset", why)
+			}
+			reset := time.Unix(sec%(1<<34), 0).UTC()
+			got, ok := DeclaredReset(why + resetNote + stageTime(reset))
+			if !ok || !got.Equal(reset) {
+				t.Fatalf("%q: got %s %v, want %s", why, got, ok, reset)
+			}
+		})
 	})
 }

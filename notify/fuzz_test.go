@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/notify"
 )
 
@@ -20,42 +21,44 @@ func FuzzParseTarget(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if len(s) > 2*notify.MaxTargetLength {
-			return
-		}
-		tg, err := notify.ParseTarget(s)
-		raw := strings.TrimPrefix(s, "slack:")
-		secret := raw // a target that is no URL is not shown at all
-		if u, perr := url.Parse(raw); perr == nil {
-			// What follows the host, written after it, so that a name
-			// shown as scheme://host never matches by chance.
-			secret = ""
-			if rest := u.EscapedPath() + u.RawQuery; rest != "" {
-				secret = u.Host + u.EscapedPath()
-				if u.RawQuery != "" {
-					secret += "?" + u.RawQuery
+		fuzzbound.Run(t, func() {
+			if len(s) > 2*notify.MaxTargetLength {
+				return
+			}
+			tg, err := notify.ParseTarget(s)
+			raw := strings.TrimPrefix(s, "slack:")
+			secret := raw // a target that is no URL is not shown at all
+			if u, perr := url.Parse(raw); perr == nil {
+				// What follows the host, written after it, so that a name
+				// shown as scheme://host never matches by chance.
+				secret = ""
+				if rest := u.EscapedPath() + u.RawQuery; rest != "" {
+					secret = u.Host + u.EscapedPath()
+					if u.RawQuery != "" {
+						secret += "?" + u.RawQuery
+					}
+				}
+				if u.User != nil {
+					secret = u.User.String() + "@"
 				}
 			}
-			if u.User != nil {
-				secret = u.User.String() + "@"
+			if err != nil {
+				if len(secret) >= 8 && strings.Contains(err.Error(), secret) {
+					t.Fatalf("the error %q quotes %q of the target", err, secret)
+				}
+				return
 			}
-		}
-		if err != nil {
-			if len(secret) >= 8 && strings.Contains(err.Error(), secret) {
-				t.Fatalf("the error %q quotes %q of the target", err, secret)
+			u, perr := url.Parse(tg.URL())
+			if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				t.Fatalf("%q parsed to %q", s, tg.URL())
 			}
-			return
-		}
-		u, perr := url.Parse(tg.URL())
-		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			t.Fatalf("%q parsed to %q", s, tg.URL())
-		}
-		shown := tg.String()
-		if strings.ContainsAny(strings.TrimPrefix(shown, "slack:")[len(u.Scheme)+3:], "/?#@") {
-			t.Fatalf("%q is shown as %q, past its host", s, shown)
-		}
-		if (tg.Form == notify.FormSlack) != strings.HasPrefix(s, "slack:") {
-			t.Fatalf("%q: form %v", s, tg.Form)
-		}
+			shown := tg.String()
+			if strings.ContainsAny(strings.TrimPrefix(shown, "slack:")[len(u.Scheme)+3:], "/?#@") {
+				t.Fatalf("%q is shown as %q, past its host", s, shown)
+			}
+			if (tg.Form == notify.FormSlack) != strings.HasPrefix(s, "slack:") {
+				t.Fatalf("%q: form %v", s, tg.Form)
+			}
+		})
 	})
 }
