@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/store/postgres/pgtest"
@@ -113,5 +114,47 @@ func TestTwoHostsShareJobs(t *testing.T) {
 	}
 	if len(runs) != jobs {
 		t.Errorf("%d jobs ran, want %d", len(runs), jobs)
+	}
+}
+
+// A job submitted through another handle on the store starts on an idle
+// host at once, woken by the store's notification: the host's clock (a
+// fake one) never reaches its next heartbeat.
+func TestHostStartsAnotherHandlesJobPromptly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := pgtest.Schema(t)
+	clk := clock.NewFake(base)
+	started := make(chan string, 1)
+	h, err := host.New(host.Config{Store: open(t, dsn), Clock: clk, ID: "host-a", Env: []string{}, CheckpointDir: t.TempDir(),
+		Runner: host.FuncRunner(func(_ context.Context, r host.Run) error { started <- r.Job.ID; return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	// Idle: the scheduler and the heartbeat each wait on a timer.
+	for clk.Pending() < 2 {
+		<-clk.TimerAdded()
+	}
+	front, err := host.NewJobs(host.Config{Store: open(t, dsn), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := front.Submit(ctx, "elsewhere", job.Spec{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-started:
+		if id != "elsewhere" {
+			t.Fatalf("started %s", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job submitted through another handle never started")
+	}
+	if !clk.Now().Equal(base) {
+		t.Fatal("the clock moved")
 	}
 }
