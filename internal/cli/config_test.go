@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/layoverhq/layover/internal/fuzzbound"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/redact"
 )
@@ -440,5 +441,38 @@ func BenchmarkConfigFile(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// FuzzConfigFlags reads any file as a command's config: each value it
+// holds goes through its flag's own Set, and whatever the file holds, the
+// command gets its flags or one usage line naming the file.
+func FuzzConfigFlags(f *testing.F) {
+	f.Add([]byte("reserve = [100, \"graphql=50\"]\nmax-total-wait = \"2h\"\n[serve]\nconcurrency = 4\n"), false)
+	f.Add([]byte("reserve: 100,core=5\njitter: 1e3s\nserve:\n  concurrency: -1\n  principal: x\n"), true)
+	f.Add([]byte("secondary-retries = 9223372036854775808\nunknown-reset = \"0s\"\n"), false)
+	f.Add([]byte("reserve: [\"=\", core=]\n"), true)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, isYAML bool) {
+		if len(data) > 4096 {
+			return
+		}
+		fuzzbound.Run(t, func() {
+			path := filepath.Join(dir, "c.toml")
+			if isYAML {
+				path = filepath.Join(dir, "c.yaml")
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := newCmdFlags("serve").fs.parseArgsOnly(testEnv(nil), "--config", path)
+			if err == nil {
+				return
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.HasPrefix(ee.msg, path) || strings.ContainsAny(ee.msg, "\r\n") {
+				t.Fatalf("err %v; want one usage line naming %s", err, path)
+			}
+		})
 	})
 }
