@@ -54,8 +54,11 @@ var (
 var runStatuses = []record.RunStatus{record.RunRunning, record.RunPaused, record.RunComplete,
 	record.RunFailed, record.RunCancelled}
 
-// storeCollector reads the store at each scrape.
-type storeCollector struct{ m *Metrics }
+// storeCollector reads the store for one scrape, under ctx.
+type storeCollector struct {
+	m   *Metrics
+	ctx context.Context
+}
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRemaining, descLimit, descReset, descObserved, descWaiting,
@@ -66,8 +69,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.ScrapeTimeout)
-	defer cancel()
+	ctx := c.ctx
 	up := c.collectQuotas(ctx, ch)
 	up = c.collectJobs(ctx, ch) && up
 	up = c.collectRuns(ctx, ch) && up

@@ -122,8 +122,6 @@ func New(cfg Config) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.transitions, m.swept, m.lateness,
-		// It reports readErrors after its reads, so a scrape counts its own.
-		&storeCollector{m: m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "layover_events_dropped_total",
 			Help: "Host events the metrics missed because their subscription's buffer was full; the counters above undercount by as much.",
@@ -141,12 +139,20 @@ func New(cfg Config) *Metrics {
 	return m
 }
 
-// Handler serves the metrics in Prometheus' exposition formats. A
-// failing store read never fails the page (see the package doc).
+// Handler serves the metrics in Prometheus' exposition formats. Each
+// request reads the store under its own context, ended by the request's
+// or after Config.ScrapeTimeout. A failing store read never fails the page
+// (see the package doc).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-		ErrorLog:      slogPrinter{m.cfg.Logger},
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{m.cfg.Logger}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), m.cfg.ScrapeTimeout)
+		defer cancel()
+		// The store's gauges, and readErrors after its reads, so a scrape
+		// counts its own failures.
+		reads := prometheus.NewRegistry()
+		reads.MustRegister(&storeCollector{m: m, ctx: ctx})
+		promhttp.HandlerFor(prometheus.Gatherers{m.registry, reads}, opts).ServeHTTP(w, r)
 	})
 }
 

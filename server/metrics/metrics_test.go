@@ -478,8 +478,10 @@ func TestStoreReadFailuresLeaveThePageUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dropped float64 = 3
+	// The runs are read last, after the reads that answer, and wait out
+	// the scrape's timeout.
 	m := metrics.New(metrics.Config{Store: failingStore{Store: st, allStates: true, slowRuns: true},
-		Clock: clock.NewFake(t0), ScrapeTimeout: time.Millisecond, NotifyDropped: func() float64 { return dropped }})
+		Clock: clock.NewFake(t0), ScrapeTimeout: time.Second, NotifyDropped: func() float64 { return dropped }})
 
 	f := scrape(t, m.Handler())
 	f.want(t, 0, "layover_store_up")
@@ -502,6 +504,30 @@ func TestStoreReadFailuresLeaveThePageUp(t *testing.T) {
 	f.absent(t, "layover_jobs", "state=ready")
 	f = scrape(t, metrics.New(metrics.Config{Store: st, Clock: clock.NewFake(t0)}).Handler())
 	f.want(t, 1, "layover_store_up")
+}
+
+// A scraper that went away ends the scrape's store reads: the read that
+// would wait for an hour returns with the request.
+func TestScrapeEndsWithItsRequest(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	m := metrics.New(metrics.Config{Store: failingStore{Store: st, slowRuns: true}, Clock: clock.NewFake(t0),
+		ScrapeTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil).WithContext(ctx))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", rec.Code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := families(fams)
+	f.want(t, 0, "layover_store_up")
+	f.want(t, 1, "layover_store_read_errors_total", "read=runs")
 }
 
 func TestFollowCountsDroppedEventsAndEndsWithItsSubscription(t *testing.T) {
