@@ -160,8 +160,11 @@ type Host struct {
 	lastRes map[quota.Key]time.Time
 	started bool
 	stopped bool
-	// draining is set by Drain: the scheduler claims nothing more.
+	// draining is set by Drain: the scheduler claims nothing more. Drain
+	// sets it holding claimMu too, which the scheduler holds while it
+	// claims and starts jobs, so no claim starts after Drain has begun.
 	draining bool
+	claimMu  sync.Mutex
 	cancel   context.CancelFunc
 	loops    sync.WaitGroup // the scheduler, the heartbeat, the store's watcher
 	jobs     sync.WaitGroup // attempts in flight
@@ -349,15 +352,18 @@ func (h *Host) followStore(ctx context.Context, changes <-chan struct{}) {
 // returns how many attempts were still running when it stopped them.
 // Drain of a host not started, or stopped, just Stops.
 func (h *Host) Drain(ctx context.Context, timeout time.Duration) (stopped int) {
+	h.claimMu.Lock()
 	h.mu.Lock()
 	if !h.started || h.stopped {
 		h.mu.Unlock()
+		h.claimMu.Unlock()
 		h.Stop()
 		return 0
 	}
 	h.draining = true
 	n := len(h.active)
 	h.mu.Unlock()
+	h.claimMu.Unlock()
 	deadline := h.cfg.Clock.After(timeout)
 	h.cfg.Logger.Info("draining", "running", n, "up_to", timeout.String())
 wait:
@@ -446,7 +452,8 @@ func (h *Host) loop(ctx context.Context) {
 		}
 		full := false
 		progress := swept != (store.SweepResult{})
-		if free := h.cfg.Concurrency - h.running(); free > 0 && !draining {
+		h.claimMu.Lock()
+		if free := h.cfg.Concurrency - h.running(); free > 0 && !h.isDraining() {
 			claimed, err := h.st.ClaimJobs(ctx, h.cfg.ID, now, h.cfg.Lease, free)
 			if err != nil && ctx.Err() == nil {
 				h.cfg.Logger.Error("claim", "err", err)
@@ -457,6 +464,7 @@ func (h *Host) loop(ctx context.Context) {
 			full = len(claimed) == free
 			progress = progress || len(claimed) > 0
 		}
+		h.claimMu.Unlock()
 		sleep := h.cfg.Heartbeat
 		if !full && !draining { // a drain sweeps each heartbeat, and claims nothing
 			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
