@@ -70,7 +70,7 @@ func TestPassTakesReserveFromConfigFile(t *testing.T) {
 
 	bad := write(filepath.Join(b.dir, "bad.toml"), "reserve = 100\nmax-total-wait = \"forever\"\n")
 	r := b.layover("pass", "--config", bad, "--", "touch", filepath.Join(b.dir, "bad"))
-	want := "layover: " + bad + ": max-total-wait: invalid value \"forever\": want a duration from 0s to 168h\n"
+	want := "layover: " + bad + ":2: max-total-wait: invalid value \"forever\": want a duration from 0s to 168h\n"
 	if r.code != 2 || r.stderr != want || ran("bad") {
 		t.Errorf("bad value: code %d stderr %q; want 2 and %q, the command not run", r.code, r.stderr, want)
 	}

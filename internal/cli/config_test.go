@@ -168,8 +168,7 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
-// A fault names the file, the line where the format tells it, and the
-// key; a bad variable names the variable. Each is a usage error of one
+// A fault names the file, the line, and the key; a bad variable names the variable. Each is a usage error of one
 // line.
 func TestConfigFaults(t *testing.T) {
 	t.Parallel()
@@ -179,13 +178,13 @@ func TestConfigFaults(t *testing.T) {
 		cmd        string
 		want       string
 	}{
-		{"unknown.toml", "reserve = 1\nmax-wait = \"2h\"\n", "pass", `unknown.toml: max-wait: unknown key`},
+		{"unknown.toml", "reserve = 1\nmax-wait = \"2h\"\n", "pass", `unknown.toml:2: max-wait: unknown key`},
 		{"unknown.yaml", "reserve: 1\nmax-wait: 2h\n", "pass", `unknown.yaml:2: max-wait: unknown key`},
-		{"bad.toml", "[serve]\nconcurrency = \"many\"\n", "serve", `bad.toml: serve.concurrency: invalid value "many": parse error`},
+		{"bad.toml", "[serve]\nconcurrency = \"many\"\n", "serve", `bad.toml:2: serve.concurrency: invalid value "many": parse error`},
 		{"bad.yaml", "jitter: 1s\nmax-total-wait: 9d\n", "serve", `bad.yaml:2: max-total-wait: invalid value "9d": want a duration from 0s to 168h`},
 		{"range.yaml", "unknown-reset: 0s\n", "pass", `range.yaml:1: unknown-reset: invalid value "0s": want a duration from 1s to 24h`},
-		{"reserve.toml", "reserve = [\"core=x\"]\n", "pass", `reserve.toml: reserve: invalid value "core=x": reserve "core=x": want N or RESOURCE=N`},
-		{"own.toml", "[pass]\nconcurrency = 4\n", "pass", `own.toml: pass.concurrency: pass has no --concurrency flag`},
+		{"reserve.toml", "reserve = [\"core=x\"]\n", "pass", `reserve.toml:1: reserve: invalid value "core=x": reserve "core=x": want N or RESOURCE=N`},
+		{"own.toml", "[pass]\nconcurrency = 4\n", "pass", `own.toml:2: pass.concurrency: pass has no --concurrency flag`},
 	}
 	for _, c := range cases {
 		path := writeFile(t, dir, c.name, c.text)

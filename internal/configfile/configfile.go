@@ -49,8 +49,8 @@ type Value struct {
 	Items []string
 	// List reports whether the file gave a list.
 	List bool
-	// Line is the key's line in the file, or 0 where the format's library
-	// does not tell it (TOML).
+	// Line is the key's line in the file, or 0 where it is not known (a
+	// TOML key on more than one line, or in an inline table).
 	Line int
 }
 
@@ -214,30 +214,108 @@ func (f *File) parseTOML(data []byte, schema Schema) error {
 		}
 		return f.fault(0, "", "TOML: "+strings.TrimPrefix(err.Error(), "toml: "))
 	}
-	return f.tomlTable(schema, "", m)
+	t := &tomlReader{f: f, schema: schema, lines: tomlKeyLines(data)}
+	return t.table("", m)
 }
 
-func (f *File) tomlTable(schema Schema, scope string, m map[string]any) error {
+// tomlReader reads a decoded TOML file's tables.
+type tomlReader struct {
+	f      *File
+	schema Schema
+	// lines are the lines each key path was found on (tomlKeyLines).
+	lines map[string][]int
+}
+
+// line is the line of key in scope, or 0 unless the file names it on
+// exactly one line.
+func (t *tomlReader) line(scope, key string) int {
+	path := strings.Join(append(strings.Fields(scope), key), "\x00")
+	if l := t.lines[path]; len(l) == 1 {
+		return l[0]
+	}
+	return 0
+}
+
+func (t *tomlReader) table(scope string, m map[string]any) error {
 	for _, k := range sortedKeys(m) {
+		line := t.line(scope, k)
 		if sub, ok := m[k].(map[string]any); ok {
-			s, known := section(schema, scope, k)
+			s, known := section(t.schema, scope, k)
 			if !known {
-				return f.fault(0, DottedKey(scope, k), "unknown command table (a table is named for a command: [serve], [flow.run])")
+				return t.f.fault(line, DottedKey(scope, k), "unknown command table (a table is named for a command: [serve], [flow.run])")
 			}
-			if err := f.tomlTable(schema, s, sub); err != nil {
+			if err := t.table(s, sub); err != nil {
 				return err
 			}
 			continue
 		}
 		v, err := tomlValue(m[k])
 		if err != nil {
-			return f.fault(0, DottedKey(scope, k), err.Error())
+			return t.f.fault(line, DottedKey(scope, k), err.Error())
 		}
-		if err := f.set(schema, scope, k, v); err != nil {
+		v.Line = line
+		if err := t.f.set(t.schema, scope, k, v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tomlKeyLines finds, for each key path (its parts joined by NUL), the
+// lines a table header or a key names it on, reading the lines as a
+// person does: [a.b] opens a table, `key =` and `a.key =` name a key in
+// it, and the lines inside a multi-line string are skipped. The TOML
+// library tells no key's line; this is for errors only, and a path found
+// on more than one line, or on none, is given no line.
+func tomlKeyLines(data []byte) map[string][]int {
+	out := map[string][]int{}
+	var table []string
+	inString := "" // the delimiter of the multi-line string open, if any
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if inString != "" {
+			if strings.Count(line, inString)%2 == 1 {
+				inString = ""
+			}
+			continue
+		}
+		switch {
+		case line == "" || line[0] == '#':
+			continue
+		case strings.HasPrefix(line, "[["):
+			table = []string{"\x01"} // an array of tables: never one of ours
+			continue
+		case line[0] == '[':
+			if end := strings.IndexByte(line, ']'); end > 0 {
+				table = tomlKeyParts(line[1:end])
+				key := strings.Join(table, "\x00")
+				out[key] = append(out[key], i+1)
+			}
+			continue
+		}
+		eq := strings.IndexByte(line, '=')
+		if eq <= 0 {
+			continue
+		}
+		path := strings.Join(append(slices.Clone(table), tomlKeyParts(line[:eq])...), "\x00")
+		out[path] = append(out[path], i+1)
+		for _, d := range []string{`"""`, `'''`} {
+			if strings.Count(line[eq+1:], d)%2 == 1 {
+				inString = d
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tomlKeyParts splits a dotted key at its dots, each part unquoted.
+func tomlKeyParts(key string) []string {
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return parts
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -407,8 +485,8 @@ func yamlValue(n *yaml.Node) (Value, error) {
 
 // urlSecrets returns what may be secret in the URLs of data: each URL
 // whole (a webhook's path is its secret) and its password (a store's). A
-// URL is, in each run of text between spaces, quotes and brackets, what
-// follows the scheme before a "://".
+// URL is, in each run of text between spaces, quotes and brackets, a
+// scheme, "://" and what follows, less a trailing colon or comma.
 func urlSecrets(data []byte) []string {
 	var out []string
 	add := func(v string) {
@@ -428,8 +506,13 @@ func urlSecrets(data []byte) []string {
 		for start > 0 && isSchemeByte(s[start-1]) {
 			start--
 		}
-		add(redact.URLPassword(s[start:]))
-		add(s[start:])
+		if start == i { // no scheme: not a URL
+			continue
+		}
+		// A YAML key's colon, a list's comma: not the URL's.
+		u := strings.TrimRight(s[start:], ":,;")
+		add(redact.URLPassword(u))
+		add(u)
 	}
 	return out
 }
