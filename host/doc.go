@@ -18,7 +18,11 @@
 // The states and moves are those of docs/lifecycle.md (see package job). A host claims due
 // jobs (a new fence per claim), renews its leases by heartbeat, and kills a
 // job's process as soon as it loses the lease. Quota waits never count as
-// attempts.
+// attempts. A job another process submits or makes due starts at once
+// when the store offers store.Changes, else at the next heartbeat. Drain
+// stops a host gracefully: no more claims, the running attempts may end
+// by themselves for a while, then Stop (docs/lifecycle.md, Draining and
+// Prompt start).
 //
 // # Resume preflight
 //
