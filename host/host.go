@@ -632,10 +632,10 @@ func (h *Host) heartbeat(ctx context.Context) {
 		h.stopLapsing(now)
 		var tick, lapse <-chan time.Time
 		if inflight == nil {
-			tick = h.cfg.Clock.After(max(next.Sub(now), 0))
+			tick = h.timerAt(next, now)
 		}
 		if at, ok := h.nextLapse(); ok {
-			lapse = h.cfg.Clock.After(max(at.Sub(now), 0))
+			lapse = h.timerAt(at, now)
 		}
 		select {
 		case <-ctx.Done():
@@ -668,6 +668,19 @@ func (h *Host) heartbeat(ctx context.Context) {
 			h.renewed(r.held, r.lost, r.at)
 		}
 	}
+}
+
+// timerAt returns a channel that receives once the host's clock reaches t,
+// now being the clock as last read: a timer for t-now, or, should the
+// clock have reached t while the timer was being armed (a fake clock a
+// test moves between the reading and the arming, which would leave that
+// timer late by the move), one that fires at once.
+func (h *Host) timerAt(t, now time.Time) <-chan time.Time {
+	c := h.cfg.Clock.After(max(t.Sub(now), 0))
+	if !h.cfg.Clock.Now().Before(t) {
+		return h.cfg.Clock.After(0)
+	}
+	return c
 }
 
 // renewed records a renewal made at now: the leases in held and not in
