@@ -108,7 +108,7 @@ func New(cfg Config) *Metrics {
 		}, []string{"kind"}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "layover_wakeup_lateness_seconds",
-			Help:    "How long after its receipt's resume_after a deferred job started running again, in seconds.",
+			Help:    "How long after its wake-up (its receipt's resume_after, or the probe time of an unknown reset) a deferred job started running again, in seconds.",
 			Buckets: LatenessBuckets,
 		}),
 		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -124,7 +124,7 @@ func New(cfg Config) *Metrics {
 		m.transitions, m.swept, m.lateness,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "layover_events_dropped_total",
-			Help: "Host events the metrics missed because their subscription's buffer was full; the counters above undercount by as much.",
+			Help: "Host events the metrics missed because their subscription's buffer was full; layover_job_transitions_total and layover_sweep_moves_total undercount by as much.",
 		}, m.dropped.count),
 	)
 	if cfg.NotifyDropped != nil {
