@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -10,8 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store/sqlite"
 )
 
 // consoleToken is the console token of these tests; no output holds it.
@@ -115,5 +119,81 @@ func TestServeConsoleCancelsThroughTheAPI(t *testing.T) {
 	}
 	if r := b.layover("show", "long-1"); !strings.Contains(r.stdout, "state:     cancelled") {
 		t.Errorf("show after the console's cancel:\n%s", r.stdout)
+	}
+}
+
+// consoleBase waits for serve's "console listening" line and returns the
+// console's base URL, http://127.0.0.1:PORT/.
+func consoleBase(t *testing.T, p *proc) string {
+	t.Helper()
+	line := p.waitLine(t, "console listening")
+	m := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no address in %q", line)
+	}
+	return m[1]
+}
+
+// The console judges quotas by serve's own policy: with --reserve 50 a
+// key with 100 left is not held below its reserve (the default reserve of
+// 500 would hold it until the reset), on the quota page and in
+// /api/v1/quotas.
+func TestServeConsoleUsesServesReserve(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	st, err := sqlite.Open(t.Context(), b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	key := quota.Key{Host: "api.github.com", Principal: "octo", Resource: "core"}
+	if err := errors.Join(st.RecordStates(t.Context(), []quota.State{{Key: key, Limit: 5000, Remaining: 100,
+		ResetAt: now.Add(time.Hour), ResetKnown: true, ObservedAt: now, ObservedBy: "test"}}), st.Close()); err != nil {
+		t.Fatal(err)
+	}
+	p := b.start("serve", "--listen", "127.0.0.1:0", "--reserve", "50")
+	base := consoleBase(t, p)
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /%s: %s", path, resp.Status)
+		}
+		return string(body)
+	}
+	var quotas []struct {
+		Resource  string `json:"resource"`
+		Cause     any    `json:"cause"`
+		WaitUntil any    `json:"wait_until"`
+	}
+	if err := json.Unmarshal([]byte(get("api/v1/quotas")), &quotas); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, q := range quotas {
+		if q.Resource != "core" {
+			continue
+		}
+		found = true
+		if q.Cause != nil || q.WaitUntil != nil {
+			t.Errorf("core with 100 left under --reserve 50: cause %v, wait_until %v; want neither", q.Cause, q.WaitUntil)
+		}
+	}
+	if !found {
+		t.Fatalf("/api/v1/quotas has no core key: %+v", quotas)
+	}
+	if page := get(""); !strings.Contains(page, `<td class="num">50</td>`) {
+		t.Errorf("the quota page does not show the reserve of 50:\n%s", page)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Errorf("serve after SIGTERM: exit %d\n%s", code, p.stderr())
 	}
 }

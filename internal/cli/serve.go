@@ -144,7 +144,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	notifyDropped := func() float64 { return float64(notifier.Dropped()) }
 	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, notifyDropped, logger)
 	defer stopMetrics()
-	stopConsole, err := o.console.startConsole(ctx, env, st, h, o.metrics, logger)
+	stopConsole, err := o.console.startConsole(ctx, env, st, h, o.Policy, o.metrics, logger)
 	if err != nil {
 		h.Stop()
 		return err

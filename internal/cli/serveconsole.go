@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/server"
 	"github.com/layoverhq/layover/store"
 )
@@ -84,12 +85,12 @@ func loopback(host string) bool {
 // startConsole listens on o.Listen and serves package server's handler
 // until the returned stop, which shuts the server down gracefully (up to
 // 5 s). With no --listen it does nothing.
-func (o *consoleOptions) startConsole(ctx context.Context, env *Env, st store.Store, h *host.Host, metrics http.Handler,
-	logger *slog.Logger) (stop func(), err error) {
+func (o *consoleOptions) startConsole(ctx context.Context, env *Env, st store.Store, h *host.Host, policy quota.Policy,
+	metrics http.Handler, logger *slog.Logger) (stop func(), err error) {
 	if o.Listen == "" {
 		return func() {}, nil
 	}
-	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Metrics: metrics,
+	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Policy: policy, Metrics: metrics,
 		Alive: func() bool { return hostLive(ctx, env, st, h.ID()) }, Logger: logger,
 		WaiterAlive: func(w store.Waiter) bool { return w.Hostname != env.Hostname || processAlive(w.PID) }})
 	if err != nil {
