@@ -145,7 +145,7 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 	rc, data, err := h.issueReceipt(ctx, issueInput{Now: now, Job: j, Wait: w, Jitter: p.DrawJitter(h.cfg.Rand),
 		ChainBy: chainBy, Keys: keys, Retained: true, Owner: h.cfg.ID})
 	if windowError(err) {
-		h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: err.Error(), Attempt: att,
+		h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: err.Error() + resetNote + stageTime(w.ResetAt), Attempt: att,
 			Mutate: func(x *job.Job) { x.Stage = "Cancelled: " + err.Error(); releaseLease(x) }})
 		return
 	}
@@ -170,9 +170,10 @@ func (h *Host) deferJob(ctx context.Context, j job.Job, w wait, att *job.Attempt
 const resetNote = "; resets at "
 
 // DeclaredReset is the reset a provider declared for the deferral whose
-// transition reason is reason, as the host records it (docs/lifecycle.md);
-// false for a deferral without a declared reset (a probe) or a reason the
-// host did not write.
+// transition reason is reason, as the host records it (docs/lifecycle.md),
+// or for the cancel of a job whose wait on that reset would outlast its
+// deadline; false for a deferral without a declared reset (a probe) or a
+// reason the host did not write.
 func DeclaredReset(reason string) (time.Time, bool) {
 	i := strings.LastIndex(reason, resetNote)
 	if i < 0 {

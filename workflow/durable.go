@@ -290,7 +290,19 @@ func (p *pass) roomToRelease() bool {
 const (
 	stageBudgetSpent = "the budget is spent"
 	stageTimedOut    = "the run's timeout passed"
+	// stageResetPastTimeout: the task's quota resets after the run's
+	// deadline, so the host cancelled its job instead of deferring it.
+	stageResetPastTimeout = "its quota resets after the run's timeout"
 )
+
+// stopped reports whether a task's stage says a durable run stopped it.
+func stopped(rt *record.Task) bool {
+	switch rt.Stage {
+	case stageBudgetSpent, stageTimedOut, stageResetPastTimeout:
+		return true
+	}
+	return false
+}
 
 // durableStatus is a durable run's status from its tasks after a pass:
 // complete when every one is, running while a task's job is ready or
@@ -339,7 +351,7 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		}
 		return nil
 	}
-	if rt.Stage == stageBudgetSpent || rt.Stage == stageTimedOut {
+	if stopped(rt) {
 		if rt.JobID == "" {
 			return nil
 		}
@@ -387,8 +399,13 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		if err != nil {
 			return err
 		}
+		starts, attempts, err := c.counts(ctx, rt, j)
+		if err != nil {
+			return err
+		}
 		if err := c.move(ctx, rt, record.TaskEvent{Reason: "on_quota fail: " + j.Stage, Candidate: rt.Candidate}, func(x *record.Task) {
 			x.State, x.Stage, x.WaitingOn, x.Quota = record.TaskFailed, "failed", "", q
+			x.Starts, x.Attempts = starts, attempts
 		}); err != nil {
 			return err
 		}
@@ -413,6 +430,14 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 	}
 	if j.State == job.Cancelled && p.timedOut {
 		return c.stopForTimeout(ctx, p, t, rt, j, nil) // the host cancelled it at the run's deadline
+	}
+	if j.State == job.Cancelled && !p.run.Deadline.IsZero() {
+		if reset, err := c.declaredReset(ctx, rt, j); err != nil || reset.After(p.run.Deadline) {
+			if err != nil {
+				return err
+			}
+			return c.pausePastTimeout(ctx, p, rt, j, reset)
+		}
 	}
 	if j.State == job.Deferred && len(t.Agent) > 1 {
 		if next, ok := nextCandidate(t, rt, c.now()); ok {
@@ -481,6 +506,25 @@ func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *r
 		return err
 	}
 	return c.stopJob(ctx, p.run, t, j.ID)
+}
+
+// pausePastTimeout pauses a task whose job the host cancelled because its
+// quota resets after the run's deadline: as flow run, the task is paused
+// with its quota record, and nothing starts it again (the run fails at its
+// deadline).
+func (c *Coordinator) pausePastTimeout(ctx context.Context, p *pass, rt *record.Task, j job.Job, reset time.Time) error {
+	starts, attempts, err := c.counts(ctx, rt, j)
+	if err != nil {
+		return err
+	}
+	q := jobQuota(j)
+	q.ResetAt = reset
+	why := fmt.Sprintf("paused on %s until %s, after the run's timeout (%s): it does not run again",
+		quotaName(*q), reset.UTC().Format(time.RFC3339), p.run.Deadline.UTC().Format(time.RFC3339))
+	return c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
+		x.State, x.Stage, x.Quota, x.WaitingOn = record.TaskPaused, stageResetPastTimeout, q, waitingOn(*q)
+		x.Starts, x.Attempts, x.SessionID = starts, attempts, j.SessionID
+	})
 }
 
 // settle gives a task the state of its job that waits to start, as follow
@@ -753,15 +797,17 @@ func (c *Coordinator) quotaOf(ctx context.Context, rt *record.Task, j job.Job) (
 }
 
 // declaredReset is the reset the provider declared for the last deferral
-// of task rt's job j (zero: none declared), from the job's history.
+// of task rt's job j (zero: none declared), from the job's history; for a
+// cancelled job, the reset its cancel names (the host cancels a job whose
+// wait would outlast its deadline).
 func (c *Coordinator) declaredReset(ctx context.Context, rt *record.Task, j job.Job) (time.Time, error) {
 	h, err := c.Store.JobHistory(ctx, j.ID)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("workflow: run %s task %s: job %s: %w", rt.RunID, rt.Name, j.ID, err)
 	}
 	for i := len(h.Transitions) - 1; i >= 0; i-- {
-		if h.Transitions[i].To == job.Deferred {
-			reset, _ := host.DeclaredReset(h.Transitions[i].Reason)
+		if tr := h.Transitions[i]; tr.To == job.Deferred || (tr.To == job.Cancelled && i == len(h.Transitions)-1) {
+			reset, _ := host.DeclaredReset(tr.Reason)
 			return reset, nil
 		}
 	}
