@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -195,5 +196,35 @@ func TestServeConsoleUsesServesReserve(t *testing.T) {
 	}
 	if code := p.wait(t); code != 0 {
 		t.Errorf("serve after SIGTERM: exit %d\n%s", code, p.stderr())
+	}
+}
+
+// An address in use ends serve at once, exit 1 with one line naming it,
+// before it registers as a host or claims the job that is due.
+func TestServeListenInUseTouchesNoJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if r := b.layover("submit", "--id", "due-1", "--", "true"); r.code != 0 {
+		t.Fatalf("submit: %d %s", r.code, r.stderr)
+	}
+	r := b.layover("serve", "--listen", busy.Addr().String())
+	if r.code != 1 || !strings.Contains(r.stderr, "--listen "+busy.Addr().String()) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("serve on a busy port: exit %d, stderr %q; want 1 and one line naming the address", r.code, r.stderr)
+	}
+	if j := b.show("due-1"); j.State != "ready" || len(j.Attempts) != 0 {
+		t.Errorf("after serve failed to listen the job is %s with %d attempts; want ready with none", j.State, len(j.Attempts))
+	}
+	st, err := sqlite.Open(t.Context(), b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if hosts, err := st.Hosts(t.Context()); err != nil || len(hosts) != 0 {
+		t.Errorf("hosts after serve failed to listen: %v %v; want none", hosts, err)
 	}
 }

@@ -90,6 +90,15 @@ func classifyAny(exitCode int, stdout, stderr []byte, now time.Time) provider.Ou
 }
 
 func (o *ServeOptions) run(ctx context.Context, env *Env) error {
+	// The console's address is bound first: one in use ends serve before
+	// it opens the store, let alone claims a job.
+	ln, err := o.console.listen()
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close() // closed by the console's stop too; this covers an early return
+	}
 	st, err := openJobStore(ctx, env, o.Store)
 	if err != nil {
 		return err
@@ -144,7 +153,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	notifyDropped := func() float64 { return float64(notifier.Dropped()) }
 	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, notifyDropped, logger)
 	defer stopMetrics()
-	stopConsole, err := o.console.startConsole(ctx, env, st, h, o.Policy, o.metrics, logger)
+	stopConsole, err := o.console.startConsole(ctx, env, ln, st, h, o.Policy, o.metrics, logger)
 	if err != nil {
 		h.Stop()
 		return err

@@ -82,12 +82,26 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// startConsole listens on o.Listen and serves package server's handler
-// until the returned stop, which shuts the server down gracefully (up to
-// 5 s). With no --listen it does nothing.
-func (o *consoleOptions) startConsole(ctx context.Context, env *Env, st store.Store, h *host.Host, policy quota.Policy,
-	metrics http.Handler, logger *slog.Logger) (stop func(), err error) {
+// listen binds o.Listen, before serve claims any job, so that an address
+// in use ends serve (exit 1, one line) with no job touched. With no
+// --listen it returns nil.
+func (o *consoleOptions) listen() (net.Listener, error) {
 	if o.Listen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, failErr("serve: --listen %s: %v", shown(o.Listen), err)
+	}
+	return ln, nil
+}
+
+// startConsole serves package server's handler on ln (from listen) until
+// the returned stop, which shuts the server down gracefully (up to 5 s)
+// and closes ln. With a nil ln (no --listen) it does nothing.
+func (o *consoleOptions) startConsole(ctx context.Context, env *Env, ln net.Listener, st store.Store, h *host.Host,
+	policy quota.Policy, metrics http.Handler, logger *slog.Logger) (stop func(), err error) {
+	if ln == nil {
 		return func() {}, nil
 	}
 	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Policy: policy, Metrics: metrics,
@@ -95,10 +109,6 @@ func (o *consoleOptions) startConsole(ctx context.Context, env *Env, st store.St
 		WaiterAlive: func(w store.Waiter) bool { return w.Hostname != env.Hostname || processAlive(w.PID) }})
 	if err != nil {
 		return nil, internalErr("serve: console: %v", err)
-	}
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return nil, failErr("serve: --listen %s: %v", shown(o.Listen), err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
