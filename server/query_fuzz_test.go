@@ -1,8 +1,10 @@
 package server
 
 import (
+	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode"
 
@@ -47,6 +49,30 @@ func FuzzParseJobQuery(f *testing.F) {
 			back, err := parseJobQuery(q.values(q.Page))
 			if err != nil || back != q {
 				t.Fatalf("round trip: %+v -> %+v, %v (page %s)", q, back, err, strconv.Itoa(q.Page))
+			}
+		})
+	})
+}
+
+// FuzzLoopbackHost: no Host header panics, and one that passes names this
+// machine: its name without the port is localhost, 127.0.0.1 or ::1.
+func FuzzLoopbackHost(f *testing.F) {
+	for _, s := range []string{"localhost", "localhost:9464", "127.0.0.1:1", "[::1]", "[::1]:80", "::1", "evil.example",
+		"[localhost]", "127.0.0.1.evil", "[::1", "localhost:9464:1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, hostport string) {
+		fuzzbound.Run(t, func() {
+			if len(hostport) > 4096 || !loopbackHost(hostport) {
+				return
+			}
+			name := strings.ToLower(hostport)
+			if h, _, err := net.SplitHostPort(hostport); err == nil {
+				name = strings.ToLower(h)
+			}
+			name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+			if name != "localhost" && name != "127.0.0.1" && name != "::1" {
+				t.Errorf("loopbackHost(%q) = true, naming %q", hostport, name)
 			}
 		})
 	})

@@ -18,7 +18,9 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/layoverhq/layover/clock"
@@ -52,6 +54,12 @@ type Config struct {
 	WaiterAlive func(store.Waiter) bool
 	// Logger logs actions and failures; nil: slog.Default().
 	Logger *slog.Logger
+	// LoopbackOnly says the console listens on a loopback address only.
+	// Each request must then name this machine in its Host header
+	// (localhost, 127.0.0.1 or [::1], any port), else it is answered 421:
+	// a page of another site whose name an attacker points at 127.0.0.1
+	// (DNS rebinding) reads nothing.
+	LoopbackOnly bool
 }
 
 // Server is the console and API over one store. Safe for concurrent use.
@@ -116,7 +124,37 @@ func mac(key []byte, what string) string {
 
 // Handler is the console, the API, /healthz and /metrics, every response
 // with the security headers.
-func (s *Server) Handler() http.Handler { return securityHeaders(s.mux) }
+func (s *Server) Handler() http.Handler {
+	var h http.Handler = s.mux
+	if s.cfg.LoopbackOnly {
+		h = loopbackHostOnly(h)
+	}
+	return securityHeaders(h)
+}
+
+// loopbackHostOnly answers 421 Misdirected Request to a request whose Host
+// header names anything but this machine (loopbackHost).
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "this console answers only to localhost, 127.0.0.1 and [::1]", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether hostport, a Host header, is localhost,
+// 127.0.0.1 or [::1], with or without a port.
+func loopbackHost(hostport string) bool {
+	name := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		name = h
+	} else if strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]") {
+		name = name[1 : len(name)-1]
+	}
+	return strings.EqualFold(name, "localhost") || name == "127.0.0.1" || name == "::1"
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()

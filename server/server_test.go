@@ -553,3 +553,38 @@ func TestWrongTokensAreLimited(t *testing.T) {
 		t.Errorf("after the window the right token: %d %s", r.code, r.body)
 	}
 }
+
+// On a loopback bind only requests naming this machine are answered: a
+// page of another site whose name resolves to 127.0.0.1 (DNS rebinding)
+// gets 421 for every path, the API and /healthz too.
+func TestLoopbackBindAnswersOnlyLocalHostNames(t *testing.T) {
+	w := newWorld(t, testToken)
+	srv, err := New(Config{Store: w.st, Jobs: w.jobs, Clock: w.clock, Token: testToken, LoopbackOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(host, path string) int {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, host := range []string{"localhost", "LocalHost:9464", "127.0.0.1", "127.0.0.1:9464", "[::1]", "[::1]:9464"} {
+		if code := do(host, "/api/v1/jobs"); code != 200 {
+			t.Errorf("Host %q: %d, want 200", host, code)
+		}
+	}
+	for _, host := range []string{"rebind.example", "rebind.example:9464", "localhost.rebind.example", "127.0.0.2:9464",
+		"127.0.0.1.nip.io", "", "[::2]:9464", "0.0.0.0:9464"} {
+		for _, path := range []string{"/", "/api/v1/jobs", "/healthz", "/login"} {
+			if code := do(host, path); code != http.StatusMisdirectedRequest {
+				t.Errorf("Host %q %s: %d, want 421", host, path, code)
+			}
+		}
+	}
+	// Off a loopback bind (the token guards it) any name is answered.
+	if r := w.get(t, "/api/v1/jobs"); r.code != 200 {
+		t.Errorf("Host example.com without LoopbackOnly: %d, want 200", r.code)
+	}
+}

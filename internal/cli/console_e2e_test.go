@@ -109,6 +109,14 @@ func TestServeConsoleCancelsThroughTheAPI(t *testing.T) {
 	if code, _ := call("GET", "", ""); code != 200 {
 		t.Errorf("console: %d", code)
 	}
+	// Bound to loopback, it answers no other site's name (DNS rebinding).
+	req, _ := http.NewRequest("GET", base+"api/v1/jobs", nil)
+	req.Host = "rebind.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("Host rebind.example: %v %v; want 421", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,9 @@ type consoleOptions struct {
 	Listen    string // "": no console
 	TokenFile string
 	token     string // read from TokenFile by check
+	// loopbackOnly, set by check, says Listen is a loopback address: the
+	// console then answers only requests that name this machine.
+	loopbackOnly bool
 }
 
 func consoleFlags(fs *flagSet, o *consoleOptions) {
@@ -45,8 +48,9 @@ func (o *consoleOptions) check() error {
 	if err != nil {
 		return usageErr("serve: --listen %q: want HOST:PORT, e.g. 127.0.0.1:9464", shown(o.Listen))
 	}
+	o.loopbackOnly = loopback(hostPart)
 	if o.TokenFile == "" {
-		if !loopback(hostPart) {
+		if !o.loopbackOnly {
 			return usageErr("serve: --listen %s is not a loopback address: give --token-file, or listen on 127.0.0.1", shown(o.Listen))
 		}
 		return nil
@@ -104,7 +108,7 @@ func (o *consoleOptions) startConsole(ctx context.Context, env *Env, ln net.List
 	if ln == nil {
 		return func() {}, nil
 	}
-	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Policy: policy, Metrics: metrics,
+	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Policy: policy, Metrics: metrics, LoopbackOnly: o.loopbackOnly,
 		Alive: func() bool { return hostLive(ctx, env, st, h.ID()) }, Logger: logger,
 		WaiterAlive: func(w store.Waiter) bool { return w.Hostname != env.Hostname || processAlive(w.PID) }})
 	if err != nil {
