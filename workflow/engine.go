@@ -248,10 +248,13 @@ type engine struct {
 	index map[string]*taskRun
 	order []*taskRun // dependency order
 
-	running    int
-	budgetOut  bool
-	timedOut   bool
-	stopped    bool
+	running   int
+	budgetOut bool
+	timedOut  bool
+	stopped   bool
+	// cancelled: flow cancel cancelled the run while it ran; nothing more
+	// is written of it (cancelled).
+	cancelled  bool
 	runCtx     context.Context
 	cancelRuns context.CancelFunc
 	results    chan done // work done, to apply in the loop
@@ -443,11 +446,47 @@ func (e *engine) renew(ctx context.Context) error {
 		return nil
 	}
 	r, err := e.o.Store.UpdateRun(ctx, e.run, e.now())
+	if errors.Is(err, record.ErrConflict) && e.cancelledInStore(ctx) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("workflow: renew run %s: %w", e.run.ID, err)
 	}
 	e.run = r
 	return nil
+}
+
+// runReader reads a run back; every store.Store does.
+type runReader interface {
+	Run(ctx context.Context, id string) (record.Run, error)
+}
+
+// cancelledInStore reads the run after a write of it or of a task lost to
+// another writer, and reports whether that was flow cancel: then the run
+// stops as an interrupt stops it (attempts under way are stopped, their
+// processes too; waits end; nothing more starts), its tasks are taken as
+// flow cancel left them, and nothing more of the run is written.
+func (e *engine) cancelledInStore(ctx context.Context) bool {
+	rr, ok := e.o.Store.(runReader)
+	if !ok {
+		return false
+	}
+	r, err := rr.Run(ctx, e.run.ID)
+	if err != nil || r.Status != record.RunCancelled {
+		return false
+	}
+	e.run, e.cancelled, e.stopped = r, true, true
+	e.cancelRuns()
+	e.stopTimers()
+	if recs, err := e.o.Store.RunTasks(ctx, e.run.ID); err == nil {
+		for _, rt := range recs {
+			if tr := e.index[rt.Name]; tr != nil {
+				tr.rec, tr.phase = rt, held
+			}
+		}
+	}
+	_ = e.runEvent("the run was cancelled (flow cancel): its attempts are stopped")
+	return true
 }
 
 // abort stops every attempt and waits for them, after a store failure.
@@ -522,6 +561,9 @@ func (e *engine) finish(ctx context.Context) error {
 	}
 	e.run.Status = status
 	r, err := e.o.Store.UpdateRun(ctx, e.run, e.now())
+	if errors.Is(err, record.ErrConflict) && e.cancelledInStore(ctx) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("workflow: run %s: %w", e.run.ID, err)
 	}
@@ -773,6 +815,9 @@ func (e *engine) arm(tr *taskRun, until time.Time) {
 
 // move writes one task change with its event, and tells Events.
 func (e *engine) move(ctx context.Context, tr *taskRun, change func(*record.Task), ev record.TaskEvent, until time.Time) error {
+	if e.cancelled {
+		return nil // flow cancel wrote the run's tasks
+	}
 	if tr.rec.State == record.TaskComplete {
 		return fmt.Errorf("workflow: task %s is complete and never written again", tr.def.Name)
 	}
@@ -790,6 +835,9 @@ func (e *engine) move(ctx context.Context, tr *taskRun, change func(*record.Task
 		change(&t)
 		t.Stage = safe(t.Stage)
 		stored, err = e.o.Store.UpdateTask(ctx, t, &ev, now)
+	}
+	if errors.Is(err, record.ErrConflict) && e.cancelledInStore(ctx) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("workflow: task %s: %w", t.Name, err)

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -194,6 +195,9 @@ func (e *engine) begin(ctx context.Context, tr *taskRun, cand string) error {
 	run := e.run
 	run.Starts++
 	stored, err := e.o.Store.UpdateRun(ctx, run, e.now())
+	if errors.Is(err, record.ErrConflict) && e.cancelledInStore(ctx) {
+		return nil // nothing starts
+	}
 	if err != nil {
 		return fmt.Errorf("workflow: run %s: %w", run.ID, err)
 	}
