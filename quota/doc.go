@@ -27,6 +27,16 @@
 // counts itself. Below the reserve depends on the reader's reserve, so it is
 // decided when asked and never recorded with an observation.
 //
+// # Pacing
+//
+// [BurnRate] measures how fast a key's remaining count falls over the
+// recent history of its current window (every host's observations, see
+// [Sample]); [ProjectExhaustion] and [ProjectLevel] say when it would run
+// out or reach the reserve at that rate, if before the reset; [Pace] and
+// [Policy.PaceKey] skip scheduled work that would cross the reserve before
+// the reset, falling back to the plain reserve rule on too little history
+// (docs/pacing.md).
+//
 // # Waits
 //
 // [Policy.Resume] draws the jitter of one wait once; the [Resume] value then

@@ -49,3 +49,13 @@ func ObservationOf(st quota.State) Observation {
 	return Observation{Key: st.Key, ObservedAt: MSTime(st.ObservedAt), Remaining: st.Remaining,
 		Limit: st.Limit, ResetAt: MSTime(st.ResetAt), ObservedBy: st.ObservedBy}
 }
+
+// Samples are the points of obs a burn rate reads (quota.BurnRate), in
+// order.
+func Samples(obs []Observation) []quota.Sample {
+	out := make([]quota.Sample, len(obs))
+	for i, o := range obs {
+		out[i] = quota.Sample{At: o.ObservedAt, Remaining: o.Remaining, ResetAt: o.ResetAt}
+	}
+	return out
+}
