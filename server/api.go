@@ -173,12 +173,12 @@ func (s *Server) bearerAllowed(w http.ResponseWriter, r *http.Request) bool {
 		s.apiFail(w, http.StatusUnauthorized, "this action needs Authorization: Bearer with the console token")
 		return false
 	}
-	if wait, ok := s.tooManyWrong(); ok {
+	if wait, ok := s.tooManyWrong(r); ok {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.apiFail(w, http.StatusTooManyRequests, fmt.Sprintf("too many wrong tokens: try again in %s", wait))
 		return false
 	}
-	if !s.tokenMatches(tok) {
+	if !s.tokenMatches(r, tok) {
 		s.log.Warn("api: action refused: wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
 		s.apiFail(w, http.StatusForbidden, "wrong token")
 		return false

@@ -266,12 +266,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "Actions are off: layover serve was started without --token-file.")
 		return
 	}
-	if wait, ok := s.tooManyWrong(); ok {
+	if !sameOrigin(r) {
+		s.log.Warn("console: login refused: posted from another site", "remote", r.RemoteAddr)
+		s.fail(w, r, http.StatusForbidden, "A login must be posted from the console's own page.")
+		return
+	}
+	if wait, ok := s.tooManyWrong(r); ok {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait.Seconds())+1))
 		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", fmt.Sprintf("Too many wrong tokens: try again in %s.", wait))
 		return
 	}
-	if !s.tokenMatches(r.PostFormValue("token")) {
+	if !s.tokenMatches(r, r.PostFormValue("token")) {
 		s.log.Warn("console: login refused: wrong token", "remote", r.RemoteAddr)
 		s.render(w, r, http.StatusForbidden, "login", "Log in", "That is not the console token.")
 		return
@@ -279,6 +284,24 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/jobs", http.StatusSeeOther)
+}
+
+// sameOrigin reports whether r may come from the console's own page: a
+// browser that says where a POST came from must name no other site
+// (Sec-Fetch-Site neither cross-site nor same-site, an Origin whose host
+// is r's Host), so
+// another site cannot log a visitor in under its own session (login
+// CSRF). A client that sends neither header, e.g. curl, is not refused.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {

@@ -207,22 +207,23 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// tokenMatches reports, in constant time, whether got is the token. Always
-// false when the actions are off. A wrong token is counted (wrongTokens).
-func (s *Server) tokenMatches(got string) bool {
+// tokenMatches reports, in constant time, whether got, presented by r, is
+// the token. Always false when the actions are off. A wrong token is
+// counted against r's client (wrongTokens).
+func (s *Server) tokenMatches(r *http.Request, got string) bool {
 	sum := sha256.Sum256([]byte(got))
 	ok := s.actions && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 	if !ok {
-		s.wrong.wrong(s.cfg.Clock.Now())
+		s.wrong.wrong(clientOf(r), s.cfg.Clock.Now())
 	}
 	return ok
 }
 
-// tooManyWrong reports whether tokens are refused now, after too many
-// wrong ones, and how long for.
-func (s *Server) tooManyWrong() (time.Duration, bool) {
+// tooManyWrong reports whether r's tokens are refused now, after too many
+// wrong ones from its client or from all, and how long for.
+func (s *Server) tooManyWrong(r *http.Request) (time.Duration, bool) {
 	now := s.cfg.Clock.Now()
-	until, ok := s.wrong.blocked(now)
+	until, ok := s.wrong.blocked(clientOf(r), now)
 	return until.Sub(now).Round(time.Second), ok
 }
 

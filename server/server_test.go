@@ -588,3 +588,119 @@ func TestLoopbackBindAnswersOnlyLocalHostNames(t *testing.T) {
 		t.Errorf("Host example.com without LoopbackOnly: %d, want 200", r.code)
 	}
 }
+
+// doFrom is do with the request from client's address (host:port).
+func (w *world) doFrom(t *testing.T, client, method, path string, body url.Values, hdr map[string]string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(body.Encode())
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.RemoteAddr = client
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	w.srv.Handler().ServeHTTP(rec, req)
+	return response{code: rec.Code, hdr: rec.Header(), body: rec.Body.String()}
+}
+
+// A guesser's wrong tokens lock out the guesser's address only: the
+// operator at another address logs in and acts meanwhile, and the
+// guesser's other ports are the same client.
+func TestWrongTokensLockOutTheirClientOnly(t *testing.T) {
+	w := newWorld(t, testToken)
+	for i := range maxWrongTokens {
+		port := fmt.Sprintf("198.51.100.7:%d", 40000+i) // a new connection each time
+		if r := w.doFrom(t, port, "POST", "/login", url.Values{"token": {fmt.Sprint("guess-", i)}}, nil); r.code != 403 {
+			t.Fatalf("wrong token %d: %d, want 403", i+1, r.code)
+		}
+	}
+	if r := w.doFrom(t, "198.51.100.7:50000", "POST", "/login", url.Values{"token": {testToken}}, nil); r.code != 429 {
+		t.Errorf("the guesser with the right token: %d, want 429", r.code)
+	}
+	if r := w.doFrom(t, "[2001:db8::1]:443", "POST", "/login", url.Values{"token": {testToken}}, nil); r.code != 303 {
+		t.Errorf("the operator at another address: %d, want 303 (logged in): %s", r.code, r.body)
+	}
+	if r := w.doFrom(t, "203.0.113.9:1", "POST", "/api/v1/jobs/job-lint/cancel", nil,
+		map[string]string{"Authorization": "Bearer " + testToken}); r.code != 200 {
+		t.Errorf("the API from another address: %d, want 200: %s", r.code, r.body)
+	}
+}
+
+// Wrong tokens from many addresses, each under its own limit, still end
+// at the overall cap: then every client is refused until the window ends.
+func TestWrongTokensFromManyClientsHitTheOverallCap(t *testing.T) {
+	w := newWorld(t, testToken)
+	for i := range maxWrongTokensAll {
+		client := fmt.Sprintf("10.%d.%d.1:1", i/maxWrongTokens/256, i/maxWrongTokens%256)
+		if r := w.doFrom(t, client, "POST", "/api/v1/jobs/job-lint/cancel", nil,
+			map[string]string{"Authorization": fmt.Sprint("Bearer guess-", i)}); r.code != 403 {
+			t.Fatalf("wrong token %d from %s: %d, want 403", i+1, client, r.code)
+		}
+	}
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	if r := w.doFrom(t, "192.0.2.200:1", "POST", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 429 {
+		t.Errorf("a fresh client after %d wrong tokens overall: %d, want 429", maxWrongTokensAll, r.code)
+	}
+	w.clock.Advance(wrongTokenWindow)
+	if r := w.doFrom(t, "192.0.2.200:1", "POST", "/api/v1/jobs/job-lint/cancel", nil, auth); r.code != 200 {
+		t.Errorf("after the window: %d, want 200: %s", r.code, r.body)
+	}
+}
+
+// The per-client counts stay bounded however many addresses guess; once
+// their windows end, room is made for new clients.
+func TestWrongTokenClientsAreBounded(t *testing.T) {
+	var l wrongTokens
+	now := t0
+	for i := range 3 * maxTrackedClients {
+		l.wrong(fmt.Sprintf("client-%d", i), now)
+	}
+	if n := len(l.clients); n > maxTrackedClients {
+		t.Fatalf("%d clients tracked, want at most %d", n, maxTrackedClients)
+	}
+	now = now.Add(wrongTokenWindow)
+	for range maxWrongTokens {
+		l.wrong("late", now)
+	}
+	if _, ok := l.blocked("late", now); !ok {
+		t.Errorf("a client after the old windows ended is not tracked: %d wrong tokens, not blocked", maxWrongTokens)
+	}
+	if n := len(l.clients); n > maxTrackedClients {
+		t.Errorf("%d clients tracked, want at most %d", n, maxTrackedClients)
+	}
+}
+
+// A login posted from another site is refused before the token is even
+// looked at: no session, no wrong token counted.
+func TestLoginFromAnotherSiteIsRefused(t *testing.T) {
+	w := newWorld(t, testToken)
+	for _, hdr := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Sec-Fetch-Site": "same-site"},
+		{"Origin": "https://evil.example"},
+		{"Origin": "http://example.com.evil.example"},
+		{"Origin": "null"},
+	} {
+		r := w.do(t, "POST", "/login", url.Values{"token": {testToken}}, hdr)
+		if r.code != 403 || r.hdr.Get("Set-Cookie") != "" {
+			t.Errorf("login with %v: %d, cookie %q; want 403 and none", hdr, r.code, r.hdr.Get("Set-Cookie"))
+		}
+	}
+	// The console's own form (httptest's Host is example.com), and a
+	// client that names no origin.
+	for _, hdr := range []map[string]string{
+		{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"},
+		{"Sec-Fetch-Site": "none"},
+		nil,
+	} {
+		if r := w.do(t, "POST", "/login", url.Values{"token": {testToken}}, hdr); r.code != 303 {
+			t.Errorf("login with %v: %d, want 303", hdr, r.code)
+		}
+	}
+}
