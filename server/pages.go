@@ -288,20 +288,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 // sameOrigin reports whether r may come from the console's own page: a
 // browser that says where a POST came from must name no other site
-// (Sec-Fetch-Site neither cross-site nor same-site, an Origin whose host
-// is r's Host), so
-// another site cannot log a visitor in under its own session (login
-// CSRF). A client that sends neither header, e.g. curl, is not refused.
+// (Sec-Fetch-Site neither cross-site nor same-site; an Origin, when not
+// "null", whose host is r's Host), so another site cannot log a visitor
+// in under its own session (login CSRF). Origin "null", which a browser
+// sends for the console's own form under Referrer-Policy no-referrer, is
+// taken only with Sec-Fetch-Site. A client that sends neither header,
+// e.g. curl, is not refused.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site == "cross-site" || site == "same-site" {
 		return false
 	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	switch origin := r.Header.Get("Origin"); origin {
+	case "":
 		return true
+	case "null":
+		return site != ""
+	default:
+		u, err := url.Parse(origin)
+		return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {

@@ -685,6 +685,7 @@ func TestLoginFromAnotherSiteIsRefused(t *testing.T) {
 		{"Sec-Fetch-Site": "same-site"},
 		{"Origin": "https://evil.example"},
 		{"Origin": "http://example.com.evil.example"},
+		{"Origin": "https://evil.example", "Sec-Fetch-Site": "same-origin"},
 		{"Origin": "null"},
 	} {
 		r := w.do(t, "POST", "/login", url.Values{"token": {testToken}}, hdr)
@@ -696,6 +697,7 @@ func TestLoginFromAnotherSiteIsRefused(t *testing.T) {
 	// client that names no origin.
 	for _, hdr := range []map[string]string{
 		{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"},
+		{"Origin": "null", "Sec-Fetch-Site": "same-origin"}, // Chromium's, under Referrer-Policy no-referrer
 		{"Sec-Fetch-Site": "none"},
 		nil,
 	} {
