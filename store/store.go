@@ -207,6 +207,27 @@ type Store interface {
 	// CountRuns counts runs per status; a status without runs is left out.
 	CountRuns(ctx context.Context) (map[record.RunStatus]int, error)
 
+	// The schedules (docs/schedules.md).
+
+	// AddSchedule stores s; a name taken is ErrScheduleExists unless
+	// replace, when s replaces it (its claimed slots are kept).
+	AddSchedule(ctx context.Context, s Schedule, replace bool) error
+	// Schedules returns every schedule, ordered by name.
+	Schedules(ctx context.Context) ([]Schedule, error)
+	// RemoveSchedule deletes a schedule and its slots (job.ErrNotFound for
+	// one that does not exist).
+	RemoveSchedule(ctx context.Context, name string) error
+	// ClaimSlot claims slot at of schedule for sl.HostID, with sl's result
+	// and detail: the first claim of a (schedule, at) wins across every
+	// process, and a later one returns false and writes nothing. A
+	// schedule that does not exist is job.ErrNotFound.
+	ClaimSlot(ctx context.Context, sl Slot) (claimed bool, err error)
+	// FinishSlot sets a claimed slot's result and detail.
+	FinishSlot(ctx context.Context, schedule string, at time.Time, result SlotResult, detail string) error
+	// LastSlot returns schedule's latest claimed slot (by At); ok is false
+	// when it has none.
+	LastSlot(ctx context.Context, schedule string) (sl Slot, ok bool, err error)
+
 	// Close releases the store.
 	Close() error
 }

@@ -74,6 +74,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Parallel()
 		testWaiters(t, setup)
 	})
+	t.Run("Schedules", func(t *testing.T) {
+		t.Parallel()
+		testSchedules(t, setup)
+	})
 }
 
 type setupFunc func(t *testing.T) (context.Context, store.Store)
