@@ -97,11 +97,11 @@ func (noStore) TaskEvents(context.Context, string, string) ([]record.TaskEvent, 
 func (noStore) CountRuns(context.Context) (map[record.RunStatus]int, error) {
 	return map[record.RunStatus]int{}, nil
 }
-func (noStore) Close() error { return nil }
+func (noStore) Close() error                                            { return nil }
 func (noStore) AddSchedule(context.Context, store.Schedule, bool) error { return errNoStore }
-func (noStore) Schedules(context.Context) ([]store.Schedule, error)      { return nil, nil }
-func (noStore) RemoveSchedule(context.Context, string) error             { return errNoStore }
-func (noStore) ClaimSlot(context.Context, store.Slot) (bool, error)      { return false, errNoStore }
+func (noStore) Schedules(context.Context) ([]store.Schedule, error)     { return nil, nil }
+func (noStore) RemoveSchedule(context.Context, string) error            { return errNoStore }
+func (noStore) ClaimSlot(context.Context, store.Slot) (bool, error)     { return false, errNoStore }
 func (noStore) FinishSlot(context.Context, string, time.Time, store.SlotResult, string) error {
 	return errNoStore
 }
