@@ -108,9 +108,10 @@ type page struct {
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
-	p := page{Title: title, Nav: name, Now: s.cfg.Clock.Now(), Actions: s.actions, LoggedIn: s.loggedIn(r), Data: data}
-	if p.LoggedIn {
-		p.CSRF = s.csrf
+	session, loggedIn := s.loggedIn(r)
+	p := page{Title: title, Nav: name, Now: s.cfg.Clock.Now(), Actions: s.actions, LoggedIn: loggedIn, Data: data}
+	if loggedIn {
+		p.CSRF = s.sessions.csrf(session)
 	}
 	var b bytes.Buffer
 	if err := s.pages[name].Execute(&b, p); err != nil {
@@ -281,8 +282,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusForbidden, "login", "Log in", "That is not the console token.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	session, err := s.sessions.open(s.cfg.Clock.Now())
+	if err != nil {
+		s.log.Error("console: login: open a session", "err", err)
+		s.fail(w, r, http.StatusInternalServerError, "The session could not be opened.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", MaxAge: int(sessionLifetime.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/jobs", http.StatusSeeOther)
 }
 
@@ -312,10 +319,12 @@ func sameOrigin(r *http.Request) bool {
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if !s.loggedIn(r) || !s.csrfMatches(r) {
+	session, ok := s.loggedIn(r)
+	if !ok || !s.csrfMatches(r, session) {
 		s.fail(w, r, http.StatusForbidden, "Not logged in, or the form is stale: reload the page.")
 		return
 	}
+	s.sessions.end(session)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -365,12 +374,13 @@ var pastTense = map[string]string{"cancel": "cancelled", "approve": "approved", 
 // answered 403.
 func (s *Server) formAllowed(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	session, loggedIn := s.loggedIn(r)
 	switch {
 	case !s.actions:
 		s.fail(w, r, http.StatusForbidden, "Actions are off: layover serve was started without --token-file.")
-	case !s.loggedIn(r):
+	case !loggedIn:
 		s.fail(w, r, http.StatusForbidden, "Log in with the console token to act on jobs and runs.")
-	case !s.csrfMatches(r):
+	case !s.csrfMatches(r, session):
 		s.fail(w, r, http.StatusForbidden, "The form is stale or came from elsewhere: reload the page and try again.")
 	default:
 		return true

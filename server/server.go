@@ -9,11 +9,8 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -72,11 +69,10 @@ type Server struct {
 	// that of what a request presents; the token itself is not kept.
 	tokenSum [sha256.Size]byte
 	actions  bool
-	// session is the session cookie's value and csrf the forms' token:
-	// MACs under a key drawn at New, so they say nothing of the token and
-	// a restart logs everyone out.
-	session, csrf string
-	wrong         wrongTokens
+	// sessions are the logins' sessions: kept in memory, so a restart
+	// logs everyone out.
+	sessions *sessions
+	wrong    wrongTokens
 }
 
 // New returns a Server for cfg.
@@ -101,12 +97,11 @@ func New(cfg Config) (*Server, error) {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
 	s.cfg.Token = ""
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+	ss, err := newSessions()
+	if err != nil {
 		return nil, err
 	}
-	s.session = mac(key, "session")
-	s.csrf = mac(key, "csrf")
+	s.sessions = ss
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -114,12 +109,6 @@ func New(cfg Config) (*Server, error) {
 	s.pages = pages
 	s.routes()
 	return s, nil
-}
-
-func mac(key []byte, what string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("layover console " + what))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Handler is the console, the API, /healthz and /metrics, every response
@@ -229,15 +218,18 @@ func (s *Server) tooManyWrong(r *http.Request) (time.Duration, bool) {
 
 const sessionCookie = "layover_session"
 
-// loggedIn reports whether r carries the session cookie.
-func (s *Server) loggedIn(r *http.Request) bool {
+// loggedIn returns the session r's cookie names, if it is open.
+func (s *Server) loggedIn(r *http.Request) (session string, ok bool) {
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && s.actions && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1
+	if err != nil || !s.actions || !s.sessions.valid(c.Value, s.cfg.Clock.Now()) {
+		return "", false
+	}
+	return c.Value, true
 }
 
-// csrfMatches reports whether r's form carries the CSRF token.
-func (s *Server) csrfMatches(r *http.Request) bool {
-	return subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.csrf)) == 1
+// csrfMatches reports whether r's form carries session's CSRF token.
+func (s *Server) csrfMatches(r *http.Request, session string) bool {
+	return subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.sessions.csrf(session))) == 1
 }
 
 // healthz is 200 while the store answers (within 2 s) and the loop is

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
@@ -260,6 +261,7 @@ func (w *world) state(t *testing.T, id string) job.State {
 
 func TestAPIActionsNeedTheBearerToken(t *testing.T) {
 	eachWorld(t, testToken, func(t *testing.T, w *world) {
+		cookie := w.login(t)
 		for _, tc := range []struct {
 			name string
 			hdr  map[string]string
@@ -269,7 +271,7 @@ func TestAPIActionsNeedTheBearerToken(t *testing.T) {
 			{"wrong token", map[string]string{"Authorization": "Bearer tok-wrong"}, 403},
 			{"token prefix", map[string]string{"Authorization": "Bearer " + testToken[:len(testToken)-1]}, 403},
 			{"basic auth", map[string]string{"Authorization": "Basic " + testToken}, 401},
-			{"session cookie", map[string]string{"Cookie": sessionCookie + "=" + w.srv.session}, 401},
+			{"session cookie", map[string]string{"Cookie": cookie}, 401},
 		} {
 			if r := w.do(t, "POST", "/api/v1/jobs/job-lint/cancel", nil, tc.hdr); r.code != tc.code {
 				t.Errorf("%s: %d, want %d: %s", tc.name, r.code, tc.code, r.body)
@@ -377,8 +379,12 @@ func TestNoTokenMeansNoActions(t *testing.T) {
 	if r := w.do(t, "POST", "/login", url.Values{"token": {""}}, nil); r.code != 403 {
 		t.Errorf("login with no token: %d, want 403", r.code)
 	}
-	if r := w.do(t, "POST", "/jobs/job-lint/cancel", url.Values{"csrf": {w.srv.csrf}},
-		map[string]string{"Cookie": sessionCookie + "=" + w.srv.session}); r.code != 403 {
+	session, err := w.srv.sessions.open(w.clock.Now()) // as if a login had been possible
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := w.do(t, "POST", "/jobs/job-lint/cancel", url.Values{"csrf": {w.srv.sessions.csrf(session)}},
+		map[string]string{"Cookie": sessionCookie + "=" + session}); r.code != 403 {
 		t.Errorf("page cancel with no token: %d, want 403", r.code)
 	}
 	if s := w.state(t, "job-lint"); s != job.Ready {
@@ -704,5 +710,97 @@ func TestLoginFromAnotherSiteIsRefused(t *testing.T) {
 		if r := w.do(t, "POST", "/login", url.Values{"token": {testToken}}, hdr); r.code != 303 {
 			t.Errorf("login with %v: %d, want 303", hdr, r.code)
 		}
+	}
+}
+
+// csrfOf logs in and returns the session cookie header and the CSRF token
+// of its forms, as the job page shows it.
+func (w *world) csrfOf(t *testing.T) (cookie, csrf string) {
+	t.Helper()
+	cookie = w.login(t)
+	page := w.do(t, "GET", "/jobs/job-build-1", nil, map[string]string{"Cookie": cookie})
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page.body)
+	if m == nil {
+		t.Fatalf("logged in, the job's page has no CSRF token:\n%s", page.body)
+	}
+	return cookie, m[1]
+}
+
+// Logout ends the session on the server: the old cookie, replayed with
+// its CSRF token, acts no more; another login's session goes on, and the
+// CSRF token of one session is not another's.
+func TestLogoutEndsTheSession(t *testing.T) {
+	w := newWorld(t, testToken)
+	cookie, csrf := w.csrfOf(t)
+	other, otherCSRF := w.csrfOf(t)
+	if cookie == other || csrf == otherCSRF {
+		t.Fatalf("two logins share a session (%v) or a CSRF token (%v)", cookie == other, csrf == otherCSRF)
+	}
+	if r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {otherCSRF}}, map[string]string{"Cookie": cookie}); r.code != 403 {
+		t.Errorf("one session's cookie with another's CSRF token: %d, want 403", r.code)
+	}
+	if r := w.do(t, "POST", "/logout", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code != 303 {
+		t.Fatalf("logout: %d %s", r.code, r.body)
+	}
+	if r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code != 403 {
+		t.Errorf("the logged-out cookie replayed: %d, want 403", r.code)
+	}
+	if body := w.do(t, "GET", "/jobs/job-build-1", nil, map[string]string{"Cookie": cookie}).body; strings.Contains(body, csrf) ||
+		!strings.Contains(body, "Log in") {
+		t.Errorf("the logged-out cookie still shows a logged-in page")
+	}
+	if s := w.state(t, "job-build-1"); s != job.Ready {
+		t.Fatalf("a refused cancel changed the job: %s", s)
+	}
+	if r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {otherCSRF}}, map[string]string{"Cookie": other}); r.code != 303 {
+		t.Errorf("the other session after the first's logout: %d, want 303", r.code)
+	}
+}
+
+// A session ends sessionLifetime after its login, on the server's clock.
+func TestSessionsExpire(t *testing.T) {
+	w := newWorld(t, testToken)
+	cookie, csrf := w.csrfOf(t)
+	if c := w.do(t, "POST", "/login", url.Values{"token": {testToken}}, nil).hdr.Get("Set-Cookie"); !strings.Contains(c,
+		fmt.Sprintf("Max-Age=%d", int(sessionLifetime.Seconds()))) {
+		t.Errorf("session cookie %q does not end with the session", c)
+	}
+	w.clock.Advance(sessionLifetime - time.Second)
+	if r := w.do(t, "POST", "/jobs/job-build-1/approve", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code == 403 {
+		t.Errorf("a second before its end the session is refused: %s", r.body)
+	}
+	w.clock.Advance(time.Second)
+	if r := w.do(t, "POST", "/jobs/job-build-1/cancel", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie}); r.code != 403 {
+		t.Errorf("at its end the session still acts: %d, want 403", r.code)
+	}
+	if s := w.state(t, "job-build-1"); s != job.Ready {
+		t.Fatalf("an expired session's cancel changed the job: %s", s)
+	}
+}
+
+// However many logins there are, at most maxSessions are kept: the
+// newest are open, the one closest to its end was ended.
+func TestSessionsAreBounded(t *testing.T) {
+	ss, err := newSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	first, err := ss.open(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for range maxSessions + 10 {
+		now = now.Add(time.Second)
+		if last, err = ss.open(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ss.expiry); n > maxSessions {
+		t.Errorf("%d sessions kept, want at most %d", n, maxSessions)
+	}
+	if ss.valid(first, now) || !ss.valid(last, now) {
+		t.Errorf("the oldest session is open (%v) or the newest is not (%v)", ss.valid(first, now), !ss.valid(last, now))
 	}
 }
