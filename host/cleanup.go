@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/quota"
@@ -243,8 +244,8 @@ func (h *Host) runCleanupCmd(ctx context.Context, c job.Job) (int, []byte, error
 	cmd.Env = append(h.jobEnv(c, ""), "LAYOVER_JOB_STATE="+string(c.State))
 	out := &tailWriter{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	platform.NewProcessGroup(cmd)
+	cmd.Cancel = func() error { return platform.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = outputDelay
 	if err := cmd.Start(); err != nil {
 		return -1, nil, err

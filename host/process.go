@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host/supervisor"
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
 	"github.com/layoverhq/layover/redact"
@@ -26,7 +27,10 @@ type Classifier func(exitCode int, stdout, stderr []byte, now time.Time) provide
 // whose whole group is signalled when the attempt's context ends: SIGTERM,
 // then SIGKILL after Grace. With a Supervisor the group dies with the host
 // however the host dies (see package supervisor); without one only the
-// job's own process does (parent-death signal), not what it started.
+// job's own process does (parent-death signal), not what it started, and
+// on a system without a parent-death signal (macOS, OpenBSD, NetBSD) not
+// even that. On Windows, which has no supervisor, each job runs directly and
+// a stop ends its process alone (see package platform).
 type ProcessRunner struct {
 	// Supervisor is the path of a program that acts as the supervisor when
 	// its first argument is supervisor.Arg (layover does); empty runs each
@@ -89,13 +93,14 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "empty command")}
 	}
 	argv := r.Argv
-	if p.Supervisor != "" {
+	supervised := p.Supervisor != "" && platform.Supervises
+	if supervised {
 		argv = supervisor.Command(p.Supervisor, argv)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = r.Env
 	cmd.Dir = r.Job.Spec.Workdir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	platform.NewProcessGroup(cmd)
 	out := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
 	errw := &tailWriter{prefix: "[" + r.Job.ID + "] ", w: p.Output, known: known}
 	if p.OutputLine != nil {
@@ -111,14 +116,14 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 		return Result{ExitCode: -1, Outcome: provider.Unknown("process", provider.ClassPermanent, "cannot start: "+err.Error())}
 	}
 	var link *supervisor.Link
-	if p.Supervisor != "" {
+	if supervised {
 		var err error
 		if link, err = supervisor.Attach(cmd); err != nil {
 			return cannotStart(err)
 		}
 		defer link.Close()
 	} else {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		platform.DieWithParent(cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		return cannotStart(err)
@@ -137,7 +142,7 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 		case <-done:
 		case <-ctx.Done():
 			// The group may have exited already (ESRCH): nothing to stop.
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			_ = platform.SignalGroup(cmd.Process.Pid, syscall.SIGTERM)
 			grace := p.Grace
 			if grace <= 0 {
 				grace = DefaultGrace
@@ -149,7 +154,7 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 			case <-done:
 			case <-time.After(grace):
 				// As above: the group may be gone by now.
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = platform.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			}
 		}
 	}()
@@ -157,7 +162,7 @@ func (p *ProcessRunner) run(ctx context.Context, r Run, known []string) Result {
 	close(done)
 	// Whatever the leader's fate, leave nothing of its group behind. Most
 	// often the group is empty and the kill fails with ESRCH.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = platform.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 	out.flush()
 	errw.flush()
 	code := exitCode(cmd.ProcessState, err)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervisor_test
 
 import (
@@ -146,16 +148,8 @@ func TestTheJobsGroupDiesWithItsHost(t *testing.T) {
 		t.Fatalf("host: %q", line)
 	}
 	waitFor(t, func() bool { _, err := os.Stat(pids); return err == nil }, "the job's pids")
-	raw, _ := os.ReadFile(pids)
-	var procs []int
-	for _, f := range strings.Fields(string(raw)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("pids file %q", raw)
-		}
-		procs = append(procs, pid)
-	}
-	if len(procs) != 2 || !proctest.Alive(procs[0]) || !proctest.Alive(procs[1]) {
+	procs := readPids(t, pids)
+	if !proctest.Alive(procs[0]) || !proctest.Alive(procs[1]) {
 		t.Fatalf("the job's shell and its background sleep should run: %v", procs)
 	}
 	// The host is still running (its job waits on the sleep): killing it is
@@ -166,6 +160,53 @@ func TestTheJobsGroupDiesWithItsHost(t *testing.T) {
 	// Its exit after a kill is "signal: killed", nothing to check.
 	_ = host.Wait()
 	waitFor(t, func() bool { return !proctest.Alive(procs[0]) && !proctest.Alive(procs[1]) }, "the job's shell and grandchild to die with the host")
+}
+
+// The link is what ties the job to its host on every Unix, whether or not
+// the system has a parent-death signal: when the host's end closes (the
+// host lives on here, and closes it), the supervisor kills its whole group,
+// the job's shell and what it started in the background, and itself.
+func TestClosingTheLinkKillsTheJobsGroup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	cmd, link, _, err := supervise(t, "sh", "-c", "sleep 60 & echo $$ $! > "+pids+".tmp; mv "+pids+".tmp "+pids+"; wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(pids); return err == nil }, "the job's pids")
+	procs := readPids(t, pids)
+	if !proctest.Alive(procs[0]) || !proctest.Alive(procs[1]) {
+		t.Fatalf("the job's shell and its background sleep should run: %v", procs)
+	}
+	if err := link.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The supervisor dies by its own group's SIGKILL, not with the job's
+	// exit code: nothing was left to report it.
+	_ = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the supervisor ended %v; want killed by SIGKILL", cmd.ProcessState)
+	}
+	waitFor(t, func() bool { return !proctest.Alive(procs[0]) && !proctest.Alive(procs[1]) }, "the job's shell and grandchild to die with the link")
+}
+
+// readPids reads the two pids a job's script wrote.
+func readPids(t *testing.T, path string) []int {
+	t.Helper()
+	raw, _ := os.ReadFile(path)
+	var procs []int
+	for _, f := range strings.Fields(string(raw)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pids file %q", raw)
+		}
+		procs = append(procs, pid)
+	}
+	if len(procs) != 2 {
+		t.Fatalf("pids file %q: want the shell's and the sleep's", raw)
+	}
+	return procs
 }
 
 // Run by hand, without a host's link, the supervisor refuses with a clear

@@ -16,6 +16,7 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/platform"
 )
 
 // demoGHEnv turns the layover binary into the demo's fake gh when it is run
@@ -317,8 +318,10 @@ func (d *demo) command(ctx context.Context, argv []string) *exec.Cmd {
 	c := exec.CommandContext(ctx, path, argv[1:]...)
 	c.Args = argv
 	c.Env = d.vars
-	// Nothing the demo started outlives it, however it ends.
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Nothing the demo started outlives it, however it ends, where the
+	// system has a parent-death signal; elsewhere its context's end kills
+	// them.
+	platform.DieWithParent(c)
 	return c
 }
 

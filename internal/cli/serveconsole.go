@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/server"
 	"github.com/layoverhq/layover/store"
@@ -110,7 +111,7 @@ func (o *consoleOptions) startConsole(ctx context.Context, env *Env, ln net.List
 	}
 	srv, err := server.New(server.Config{Store: st, Jobs: h.Jobs, Clock: env.Clock, Token: o.token, Policy: policy, Metrics: metrics, LoopbackOnly: o.loopbackOnly,
 		Alive: func() bool { return hostLive(ctx, env, st, h.ID()) }, Logger: logger,
-		WaiterAlive: func(w store.Waiter) bool { return w.Hostname != env.Hostname || processAlive(w.PID) }})
+		WaiterAlive: func(w store.Waiter) bool { return w.Hostname != env.Hostname || platform.Alive(w.PID) }})
 	if err != nil {
 		return nil, internalErr("serve: console: %v", err)
 	}

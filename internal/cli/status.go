@@ -3,16 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/provider/github"
 	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
@@ -141,20 +139,12 @@ func liveWaiters(ctx context.Context, env *Env, st store.Store) ([]store.Waiter,
 	}
 	var live []store.Waiter
 	for _, w := range all {
-		if w.Hostname == env.Hostname && !processAlive(w.PID) {
+		if w.Hostname == env.Hostname && !platform.Alive(w.PID) {
 			continue
 		}
 		live = append(live, w)
 	}
 	return live, nil
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM)
 }
 
 func known(n int64) any { return view.Known(n) }

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/sqlite"
@@ -117,18 +117,12 @@ func openSQLite(ctx context.Context, path string, readOnly bool) (store.Store, e
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, errNoSuchStore
 	case errors.Is(err, store.ErrSchemaOld):
-		if !mayWrite(path) || !mayWrite(filepath.Dir(path)) {
+		if !platform.MayWrite(path) || !platform.MayWrite(filepath.Dir(path)) {
 			return nil, fmt.Errorf("%w; a layover command run by a user who may write the store upgrades it", err)
 		}
 		return sqlite.Open(ctx, path)
 	}
 	return st, err
-}
-
-// mayWrite reports whether this process may write path (access(2) W_OK).
-func mayWrite(path string) bool {
-	const wOK = 2
-	return syscall.Access(path, wOK) == nil
 }
 
 // storeOpened maps the error of opening a store to an exit code: the

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -244,7 +243,7 @@ func readOnlyReader(t *testing.T, b *bundle, folderWrite bool) *bundle {
 		t.Cleanup(func() { chmod(t, 0o700, folder) })
 		return b
 	}
-	asNobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	asNobody := asNobodyAttr(t)
 	probe := exec.Command(filepath.Join(binDir, "layover"), "help")
 	probe.SysProcAttr = asNobody
 	chmod(t, 0o755, binDir)

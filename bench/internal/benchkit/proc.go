@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,10 +38,7 @@ func ReadCPU() CPU {
 			s.Machine += time.Duration(n) * 10 * time.Millisecond
 		}
 	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.Self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	s.Self = selfCPU()
 	return s
 }
 

@@ -1,0 +1,18 @@
+//go:build unix
+
+package benchkit
+
+import (
+	"syscall"
+	"time"
+)
+
+// selfCPU is this process's user and system CPU time, every thread
+// (getrusage).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
