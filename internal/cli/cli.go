@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/clock"
+	"github.com/layoverhq/layover/platform"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/textsafe"
 )
@@ -147,6 +148,10 @@ func Main(ctx context.Context, env *Env, args []string) int {
 	if name == "-h" || name == "--help" || name == "help" {
 		usage(env.Stdout)
 		return ExitOK
+	}
+	if name == "serve" && !platform.Supervises {
+		fmt.Fprintln(env.Stderr, "layover: serve is not available on Windows, which cannot tie a job's processes to the host; run the host on Linux, macOS or a BSD")
+		return ExitUsage
 	}
 	for _, c := range commands() {
 		if c.name == name {
