@@ -141,7 +141,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	}
 	notifier.Start(ctx)
 	defer notifier.Close()
-	sub, notifySub := h.Subscribe(0), h.Subscribe(0)
+	sub, notifySub := h.Subscribe(0), h.Subscribe(notifyEventBuffer)
 	msub := h.Subscribe(metricsEventBuffer)
 	if err := h.Start(ctx); err != nil {
 		return internalErr("serve: %v", err)
@@ -150,7 +150,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 	go func() { defer close(forwardDone); forwardJobEvents(ctx, st, notifySub, notifier, logger) }()
 	defer func() { notifySub.Close(); <-forwardDone }()
 	var stopMetrics func()
-	notifyDropped := func() float64 { return float64(notifier.Dropped()) }
+	notifyDropped := notifyLost(notifier, notifySub)
 	o.metrics, stopMetrics = startMetrics(ctx, env, st, msub, notifyDropped, logger)
 	defer stopMetrics()
 	stopConsole, err := o.console.startConsole(ctx, env, ln, st, h, o.Policy, o.metrics, logger)

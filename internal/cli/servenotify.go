@@ -26,6 +26,19 @@ func logHandler(format string, out io.Writer) slog.Handler {
 	return slog.NewTextHandler(out, nil)
 }
 
+// notifyEventBuffer is the buffer of serve's notify subscription, in
+// events: forwarding reads each event's job from the store, so a burst
+// of transitions waits here rather than being dropped.
+const notifyEventBuffer = 4096
+
+// notifyLost counts, for layover_notify_dropped_total, the notifications
+// lost: those n dropped from a full queue, and the events sub (the
+// subscription that feeds n) dropped from its full buffer before n saw
+// them.
+func notifyLost(n *notify.Notifier, sub *host.Subscription) func() float64 {
+	return func() float64 { return float64(n.Dropped() + sub.Dropped()) }
+}
+
 // notifyURLs are the full URLs of serve's --notify targets, secrets that
 // its log masks; a target that does not parse was refused before.
 func notifyURLs(targets []string) []string {
