@@ -36,6 +36,10 @@ type PassConfig struct {
 	// PassSkipScope of its keys); LinePrefix starts its skip line.
 	SkipScope  string
 	LinePrefix string
+	// Pace applies the pacing rule after the reserve rule admits
+	// (docs/pacing.md): a key whose recent burn would reach its reserve
+	// before its reset skips the pass.
+	Pace bool
 }
 
 // PassAdmission is what AdmitPass decided.
@@ -46,6 +50,8 @@ type PassAdmission struct {
 	// makes, and whether that line was written (a reason new since the
 	// scope's last skip).
 	Decision quota.Decision
+	// Pacing is set when the pacing rule refused (PassConfig.Pace).
+	Pacing   *quota.Pacing
 	SkipLine string
 	Logged   bool
 }
@@ -101,6 +107,11 @@ func AdmitPass(ctx context.Context, cfg *PassConfig) (PassAdmission, error) {
 					return PassAdmission{}, err
 				}
 			}
+		}
+	}
+	if cfg.Pace {
+		if adm, refused, err := pacePass(ctx, cfg, quotas, now()); err != nil || refused {
+			return adm, err
 		}
 	}
 	if err := cfg.Store.ClearSkip(ctx, cfg.scope(quotas)); err != nil {

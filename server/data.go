@@ -47,12 +47,18 @@ func (s *Server) quotas(ctx context.Context, now time.Time, charts bool) ([]quot
 		if st.Limit >= 0 {
 			rows[i].Reserve = s.cfg.Policy.Reserve.For(st.Resource, st.Limit)
 		}
-		if !charts {
-			continue
+		since, limit := now.Add(-quota.BurnSpan), 0
+		if charts {
+			since, limit = now.Add(-chartWindow), chartPoints
 		}
-		obs, err := s.cfg.Store.Observations(ctx, st.Key, now.Add(-chartWindow), chartPoints)
+		obs, err := s.cfg.Store.Observations(ctx, st.Key, since, limit)
 		if err != nil {
 			return nil, nil, err
+		}
+		views[i].SetBurn(st, store.Samples(obs), now)
+		rows[i].Quota = views[i]
+		if !charts {
+			continue
 		}
 		rows[i].Points = len(obs)
 		rows[i].Chart = burnChart(obs, st, rows[i].Reserve, now)

@@ -39,6 +39,7 @@ var configKeys = map[string]configKey{
 	"secondary-retries": {},
 	"unknown-reset":     {},
 	"defer-after":       {},
+	"pace":              {},
 	"store":             {secret: true},
 	"principal":         {},
 	"lease":             {},

@@ -17,13 +17,17 @@ type PassOptions struct {
 	Store     string
 	Principal string
 	Command   []string
+	// Pace skips a pass whose recent burn would reach the reserve before
+	// the reset (docs/pacing.md).
+	Pace bool
 }
 
 func runPass(ctx context.Context, env *Env, args []string) error {
 	opts := PassOptions{Policy: quota.DefaultPolicy()}
-	fs := newFlagSet("pass", "pass [--quota PROVIDER[:RESOURCE]]... [policy flags] -- CMD [ARGS...]")
+	fs := newFlagSet("pass", "pass [--quota PROVIDER[:RESOURCE]]... [--pace] [policy flags] -- CMD [ARGS...]")
 	fs.Var(&opts.Quota, "quota", "quota the pass draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable (default github: core and graphql)")
 	policyFlags(fs, &opts.Policy)
+	fs.BoolVar(&opts.Pace, "pace", false, "also skip when the quota's recent burn would reach the reserve before the reset (docs/pacing.md)")
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
 	cmd, err := fs.parseWithCommand(env, args)
@@ -52,7 +56,7 @@ func (o *PassOptions) run(ctx context.Context, env *Env) error {
 		}
 	}
 	adm, err := command.AdmitPass(ctx, &command.PassConfig{Store: st, GitHub: target, Principal: o.Principal,
-		Getenv: env.Getenv, Quota: o.Quota, Policy: o.Policy, Now: env.Clock.Now, Warn: env.Stderr})
+		Getenv: env.Getenv, Quota: o.Quota, Policy: o.Policy, Now: env.Clock.Now, Warn: env.Stderr, Pace: o.Pace})
 	if err != nil {
 		return fromEngine(err, "pass: ")
 	}

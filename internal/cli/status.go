@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/internal/view"
@@ -63,7 +65,15 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	if err != nil {
 		return internalErr("read store: %v", err)
 	}
-	out := view.NewStatus(states, waiters, counts, durable, policy, now)
+	history := map[quota.Key][]quota.Sample{}
+	for _, s := range states {
+		obs, err := st.Observations(ctx, s.Key, now.Add(-quota.BurnSpan), 0)
+		if err != nil {
+			return internalErr("read store: %v", err)
+		}
+		history[s.Key] = store.Samples(obs)
+	}
+	out := view.NewStatus(states, history, waiters, counts, durable, policy, now)
 	if o.JSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -111,8 +121,8 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 	}
 	fmt.Fprintln(env.Stdout, "\nQuotas:")
 	tw := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  HOST\tPRINCIPAL\tRESOURCE\tREMAINING\tRESET\tOBSERVED\tSTATE")
-	for _, s := range states {
+	fmt.Fprintln(tw, "  HOST\tPRINCIPAL\tRESOURCE\tREMAINING\tRESET\tOBSERVED\tSTATE\tBURN")
+	for i, s := range states {
 		reset := command.HumanTime(s.ResetAt)
 		if !s.ResetKnown {
 			reset += " (assumed)"
@@ -123,8 +133,9 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		} else if s.Expired(now) {
 			state = "expired"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\n", shown(s.Host), shown(s.Principal), shown(s.Resource),
-			count(s.Remaining), count(s.Limit), reset, command.HumanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s/%s\t%s\t%s by %s (%s)\t%s\t%s\n", shown(s.Host), shown(s.Principal), shown(s.Resource),
+			count(s.Remaining), count(s.Limit), reset, command.HumanTime(s.ObservedAt), shown(s.ObservedBy), shown(string(s.Source)), state,
+			burnText(out.Quota[i]))
 	}
 	return tw.Flush()
 }
@@ -166,4 +177,22 @@ func hostLabel(hosts *registry.Hosts, host string) string {
 var waitNote = map[job.State]string{
 	job.Deferred: " (in a Quota wait)",
 	job.AuthWait: " (waiting for credentials)",
+}
+
+// burnText is a quota row's BURN column: "?" while the history is too
+// short for a rate, else the rate in calls a minute and, when it comes
+// before the reset, the projected exhaustion: "190.5/min, exhausts
+// 2026-12-02 14:05:00 UTC".
+func burnText(q view.Quota) string {
+	rate, ok := q.BurnPerMin.(float64)
+	if !ok {
+		return "?"
+	}
+	out := strconv.FormatFloat(rate, 'f', -1, 64) + "/min"
+	if at, ok := q.ExhaustsAt.(string); ok {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			out += ", exhausts " + command.HumanTime(t)
+		}
+	}
+	return out
 }

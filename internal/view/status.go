@@ -1,6 +1,7 @@
 package view
 
 import (
+	"math"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -20,7 +21,11 @@ type Status struct {
 // Quota is one quota key's latest observation. Limit and Remaining are
 // counts of the resource's units, nil when unknown; Cause is what blocks
 // the key under the policy (nil: nothing); WaitUntil is when the key's
-// scheduled work may go on, nil when it is not held.
+// scheduled work may go on, nil when it is not held. BurnPerMin is the
+// key's burn rate in units (calls) a minute, to two decimals, nil when
+// the history is too short for one (quota.BurnRate); ExhaustsAt is when
+// the remaining count would reach 0 at that rate, nil when not before the
+// reset (quota.ProjectExhaustion).
 type Quota struct {
 	Host       string `json:"host"`
 	Principal  string `json:"principal"`
@@ -33,6 +38,22 @@ type Quota struct {
 	Cause      any    `json:"cause"`
 	InWait     bool   `json:"in_wait"`
 	WaitUntil  any    `json:"wait_until"`
+	BurnPerMin any    `json:"burn_per_min"`
+	ExhaustsAt any    `json:"exhausts_at"`
+}
+
+// SetBurn sets q's BurnPerMin and ExhaustsAt at now from samples, the
+// history of s's key (every host's observations).
+func (q *Quota) SetBurn(s quota.State, samples []quota.Sample, now time.Time) {
+	b := quota.BurnRate(samples, now)
+	q.BurnPerMin, q.ExhaustsAt = nil, nil
+	if !b.Known {
+		return
+	}
+	q.BurnPerMin = math.Round(b.PerMinute*100) / 100
+	if at, ok := quota.ProjectExhaustion(s, b, now); ok {
+		q.ExhaustsAt = Time(at)
+	}
 }
 
 // Waiter is a command waiting out a quota (layover run or pass), as it
@@ -55,10 +76,14 @@ type Host struct {
 }
 
 // NewStatus builds the status object at now: states and waiters in the
-// order given, below-reserve judged by policy.
-func NewStatus(states []quota.State, waiters []store.Waiter, counts map[job.State]int, hosts []job.Host,
-	policy quota.Policy, now time.Time) Status {
+// order given, below-reserve judged by policy, each key's burn from its
+// history (history[key]; none for a key without one).
+func NewStatus(states []quota.State, history map[quota.Key][]quota.Sample, waiters []store.Waiter, counts map[job.State]int,
+	hosts []job.Host, policy quota.Policy, now time.Time) Status {
 	out := Status{Quota: Quotas(states, policy, now), Waiting: Waiters(waiters), Jobs: map[string]int{}, Hosts: Hosts(hosts, now)}
+	for i, s := range states {
+		out.Quota[i].SetBurn(s, history[s.Key], now)
+	}
 	for state, n := range counts {
 		out.Jobs[string(state)] = n
 	}
