@@ -25,9 +25,10 @@ type DeferralError struct {
 	// quota, the end of a throttle's stated wait. The zero time means
 	// unknown.
 	ResumeAt time.Time
-	// Cause is CauseExhausted (a Quota wait or a throttle) or
+	// Cause is CauseExhausted (a Quota wait or a throttle),
 	// CauseBelowReserve (a low-priority request, with the quota below its
-	// reserve).
+	// reserve) or CausePacing (a paced low-priority request whose quota
+	// would reach its reserve before the reset).
 	Cause Cause
 	// Reason says why in a few words, e.g. "a wait of 3h1m0s would take the
 	// total quota wait to 3h1m0s, past the 2h0m0s cap".

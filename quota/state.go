@@ -15,6 +15,11 @@ const (
 	// Passes skip; commands go on. It depends on the reader's reserve, so
 	// it is never an observation: Policy.Blocks decides it when asked.
 	CauseBelowReserve Cause = "below-reserve"
+	// CausePacing: the key has room above its reserve, but its recent
+	// burn would take it to the reserve before the reset (Policy.PaceKey).
+	// Only a deferral says it (a paced low-priority request); no state
+	// holds it.
+	CausePacing Cause = "pacing"
 )
 
 // Source says where an observation came from.

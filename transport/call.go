@@ -132,6 +132,9 @@ func (c *call) admit(principal string) error {
 		now := c.t.clock.Now()
 		b, ok := c.t.view.blocking(k, c.p, c.req, c.charged, now, c.low, &c.t.policy)
 		if !ok {
+			if c.low && c.t.pacer != nil {
+				return c.pace(k, now)
+			}
 			return nil
 		}
 		w := c.plan(b)
@@ -275,6 +278,9 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 		states, resetAt = c.rejected(states, key, out, now)
 	}
 	c.t.view.record(states)
+	if c.t.pacer != nil {
+		c.t.pacer.observe(states)
+	}
 	c.t.persist(c.ctx, states, out.Class == provider.ClassQuota)
 
 	switch out.Class {

@@ -30,7 +30,9 @@
 // *quota.DeferralError at once, without sending. In ModeDefer, and for a
 // request whose context was marked by WithLowPriority, nothing waits: the
 // request returns a *quota.DeferralError. A low-priority request also
-// stops at the reserve. A wait ends early with ctx.Err() when the
+// stops at the reserve, and with Options.Pace it is paced: deferred when
+// its key's recent burn would reach the reserve before the reset
+// (docs/pacing.md). A wait ends early with ctx.Err() when the
 // request's context ends.
 //
 // All requests waiting on one key share one timer: they wait once, then

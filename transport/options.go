@@ -108,6 +108,15 @@ type Options struct {
 	// Mode is ModeWait (the zero value) or ModeDefer.
 	Mode Mode
 
+	// Pace paces low-priority requests (WithLowPriority) as `layover pass
+	// --pace` paces a pass (docs/pacing.md): such a request whose key's
+	// recent burn would take it to its reserve before its reset returns a
+	// *quota.DeferralError of cause quota.CausePacing without being sent.
+	// The burn is read from the key's history: this Transport's own
+	// observations and, with a Store, every host's (read again at most
+	// once per 10 s per key). Requests of normal priority are never paced.
+	Pace bool
+
 	// OnWait, when not nil, is called once for every wait a request starts
 	// (a quota wait, a throttle's wait, a transient failure's backoff),
 	// before it starts, on the request's goroutine. It must not block for

@@ -43,6 +43,7 @@ type Transport struct {
 	backoff          clock.Backoff
 
 	view     *view
+	pacer    *pacer // nil unless Options.Pace
 	gates    *gates
 	command  string // what status shows for this process's waits
 	wmu      sync.Mutex
@@ -125,6 +126,9 @@ func New(next http.RoundTripper, opts *Options) (*Transport, error) {
 	warn := func(msg string, args ...any) { t.log.Warn(msg, args...) }
 	t.view = newView(t.store, warn)
 	t.gates = newGates(t.clock)
+	if opts.Pace {
+		t.pacer = newPacer(t.store, warn)
+	}
 	if t.store != nil {
 		t.writer = newWriter(t.store, warn)
 	}
