@@ -113,7 +113,8 @@ func TestPassPaceSkipsAFastBurn(t *testing.T) {
 		if !found {
 			t.Fatalf("status --json has no hubot core:\n%s", js.stdout)
 		}
-		if st := b.layover("status"); !strings.Contains(st.stdout, "/min") || !strings.Contains(st.stdout, "exhausts") {
+		if st := b.layover("status"); !strings.Contains(st.stdout, "/min, exhausts") ||
+			!regexp.MustCompile(`\(hubot core: \d+ left, burning [\d.]+/min\) would run out at .*, before its reset at `).MatchString(st.stdout) {
 			t.Errorf("status does not show the burn rate and the exhaustion:\n%s", st.stdout)
 		}
 	})

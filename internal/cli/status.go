@@ -89,6 +89,10 @@ func (o *StatusOptions) run(ctx context.Context, env *Env) error {
 		case out.Quota[i].Cause == string(quota.CauseBelowReserve) && s.ResetKnown:
 			fmt.Fprintf(env.Stdout, "%s Quota wait until %s for scheduled work (%s %s: %s left, below its reserve; commands go on)\n",
 				hostLabel(hosts, s.Host), command.HumanTime(s.ResetAt), shown(s.Principal), shown(s.Resource), count(s.Remaining))
+		case out.Quota[i].ExhaustsAt != nil:
+			fmt.Fprintf(env.Stdout, "%s quota (%s %s: %s left, burning %s) would run out at %s, before its reset at %s\n",
+				hostLabel(hosts, s.Host), shown(s.Principal), shown(s.Resource), count(s.Remaining), burnRate(out.Quota[i]),
+				exhaustsAt(out.Quota[i]), command.HumanTime(s.ResetAt))
 		}
 	}
 	if len(waiters) > 0 {
@@ -184,15 +188,32 @@ var waitNote = map[job.State]string{
 // before the reset, the projected exhaustion: "190.5/min, exhausts
 // 2026-12-02 14:05:00 UTC".
 func burnText(q view.Quota) string {
+	rate := burnRate(q)
+	if at := exhaustsAt(q); at != "" {
+		return rate + ", exhausts " + at
+	}
+	return rate
+}
+
+// burnRate is q's burn rate, "190.5/min", or "?" when not known.
+func burnRate(q view.Quota) string {
 	rate, ok := q.BurnPerMin.(float64)
 	if !ok {
 		return "?"
 	}
-	out := strconv.FormatFloat(rate, 'f', -1, 64) + "/min"
-	if at, ok := q.ExhaustsAt.(string); ok {
-		if t, err := time.Parse(time.RFC3339, at); err == nil {
-			out += ", exhausts " + command.HumanTime(t)
-		}
+	return strconv.FormatFloat(rate, 'f', -1, 64) + "/min"
+}
+
+// exhaustsAt is q's projected exhaustion as people read times, "" when
+// none.
+func exhaustsAt(q view.Quota) string {
+	at, ok := q.ExhaustsAt.(string)
+	if !ok {
+		return ""
 	}
-	return out
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return ""
+	}
+	return command.HumanTime(t)
 }
