@@ -20,7 +20,7 @@ func runActivity(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet("activity", "activity [--json] [--limit N] [--store LOCATION]")
 	fs.BoolVar(&opts.JSON, "json", false, "print JSON")
 	fs.IntVar(&opts.Limit, "limit", 100, "show the newest N lines (0: all)")
-	fs.StringVar(&opts.Store, "store", "", "store location (default $LAYOVER_STORE, else the default path)")
+	fs.StringVar(&opts.Store, "store", "", storeUsage)
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}

@@ -56,6 +56,10 @@ type Env struct {
 	StdoutTerminal bool
 	// Executable is the path of the running layover binary (for demo).
 	Executable string
+
+	// collectFlags, when set, receives the flag set of a command run with
+	// -h instead of its usage being printed (completion reads them so).
+	collectFlags func(*flagSet)
 }
 
 // exitError carries an exit code and a one-line message to Main.
@@ -83,31 +87,34 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
+// subcommand is a command Main (or a command group) dispatches to; its
+// summary, examples and exit codes are its helpTable entry (help.go).
 type subcommand struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *Env, args []string) error
+	name string
+	run  func(ctx context.Context, env *Env, args []string) error
 }
 
 func commands() []subcommand {
 	return []subcommand{
-		{"pass", "admit a scheduled pass only while its quota has room, else skip quietly", runPass},
-		{"run", "run a command; wait out quota exhaustion instead of failing", runRun},
-		{"status", "show quota waits, waiting commands and the last state of every quota", runStatus},
-		{"activity", "show the activity log", runActivity},
-		{"classify", "classify a provider response or a failed command's output", runClassify},
-		{"receipt", "validate or show a deferred receipt", runReceipt},
-		{"serve", "run the durable host: wake deferred jobs and run them fresh", runServe},
-		{"submit", "queue a job for the durable host", runSubmit},
-		{"jobs", "list jobs", runJobs},
-		{"show", "show one job with its history", runShow},
-		{"cancel", "cancel a job", runCancel},
-		{"approve", "approve a job's resume", runApprove},
-		{"unblock", "return a blocked job to ready", runUnblock},
-		{"adopt", "hand a job deferred without a host to the live host", runAdopt},
-		{"flow", "run a workflow file: a task graph that pauses on quota and resumes by run id", runFlow},
-		{"checkpoint", "record a job's or workflow task's last verified stage (inside it)", runCheckpoint},
-		{"demo", "show layover against an embedded fake GitHub in under a minute", runDemo},
+		{"pass", runPass},
+		{"run", runRun},
+		{"status", runStatus},
+		{"activity", runActivity},
+		{"classify", runClassify},
+		{"receipt", runReceipt},
+		{"serve", runServe},
+		{"submit", runSubmit},
+		{"jobs", runJobs},
+		{"show", runShow},
+		{"cancel", runCancel},
+		{"approve", runApprove},
+		{"unblock", runUnblock},
+		{"adopt", runAdopt},
+		{"flow", runFlow},
+		{"checkpoint", runCheckpoint},
+		{"demo", runDemo},
+		{"version", runVersion},
+		{"completion", runCompletion},
 	}
 }
 
@@ -123,9 +130,9 @@ func usage(w io.Writer) {
 	// nowhere left to say so (as with fmt.Fprintf below).
 	_, _ = io.WriteString(w, usageHead)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, helpTable[c.name].summary)
 	}
-	_, _ = io.WriteString(w, "\nRun 'layover <command> -h' for a command's flags.\n")
+	_, _ = io.WriteString(w, "\nRun 'layover help <command>' (or 'layover <command> -h') for a command's flags, examples and exit codes.\n")
 }
 
 // Main runs layover with args (without the program name) and returns the
@@ -146,8 +153,14 @@ func Main(ctx context.Context, env *Env, args []string) int {
 	}
 	name := args[0]
 	if name == "-h" || name == "--help" || name == "help" {
+		if name == "help" && len(args) > 1 {
+			return helpTopic(ctx, env, args[1:])
+		}
 		usage(env.Stdout)
 		return ExitOK
+	}
+	if name == "--version" || name == "-version" {
+		name = "version"
 	}
 	if name == "serve" && !platform.Supervises {
 		fmt.Fprintln(env.Stderr, "layover: serve is not available on Windows, which cannot tie a job's processes to the host; run the host on Linux, macOS or a BSD")

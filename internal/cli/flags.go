@@ -49,9 +49,7 @@ func (fs *flagSet) parseArgs(env *Env, args []string) error {
 		// flag.FlagSet's Parse, not this method.
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(env.Stdout, "Usage: layover %s\n\nFlags:\n", fs.synopsis)
-			fs.SetOutput(env.Stdout)
-			fs.PrintDefaults()
+			fs.printHelp(env) // help.go
 			return errHelp
 		}
 		if err != nil {

@@ -10,10 +10,10 @@ import (
 // Commands).
 func flowCommands() []subcommand {
 	return []subcommand{
-		{"run", "run a workflow file in this process: exit 0 complete, 6 paused, 1 failed or blocked, 2 a bad file", runFlowRun},
-		{"submit", "hand a workflow file's run to the durable host (serve): prints the run id; 2 a bad file", runFlowSubmit},
-		{"status", "list the workflow runs, or show one run's tasks", runFlowStatus},
-		{"cancel", "cancel a run and its unfinished tasks", runFlowCancel},
+		{"run", runFlowRun},
+		{"submit", runFlowSubmit},
+		{"status", runFlowStatus},
+		{"cancel", runFlowCancel},
 	}
 }
 
@@ -34,8 +34,9 @@ func flowUsage(w io.Writer) {
 	// As usage: when writing the usage fails there is nowhere left to say so.
 	_, _ = io.WriteString(w, flowUsageHead)
 	for _, c := range flowCommands() {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, helpTable["flow "+c.name].summary)
 	}
+	writeGroupHelp(w, "flow")
 	_, _ = io.WriteString(w, flowUsageTail)
 }
 

@@ -41,6 +41,7 @@ func runReceipt(ctx context.Context, env *Env, args []string) error {
 	case "-h", "-help", "--help", "help":
 		// Output to stdout: when that fails there is nowhere left to say so.
 		_, _ = io.WriteString(env.Stdout, receiptUsage)
+		writeGroupHelp(env.Stdout, "receipt")
 		return nil
 	case "validate":
 	case "show":

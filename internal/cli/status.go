@@ -33,7 +33,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet("status", "status [--json] [--reserve N|RESOURCE=N]... [--store LOCATION]")
 	fs.BoolVar(&opts.JSON, "json", false, "print JSON (the status contract of docs/design.md)")
 	fs.Var(&opts.Reserve, "reserve", "show below-reserve against `N` or RESOURCE=N, repeatable (default min(500, 10% of the limit))")
-	fs.StringVar(&opts.Store, "store", "", "store location (default $LAYOVER_STORE, else the default path)")
+	fs.StringVar(&opts.Store, "store", "", storeUsage)
 	if err := fs.parseNoArgs(env, args); err != nil {
 		return err
 	}

@@ -15,8 +15,11 @@ import (
 )
 
 // storeFlag registers --store on fs.
+// storeUsage is every --store flag's help.
+const storeUsage = "store location: a SQLite path or sqlite:PATH, or postgres://USER@HOST/DB for a fleet (default $LAYOVER_STORE, else $XDG_STATE_HOME/layover/layover.db)"
+
 func storeFlag(fs *flagSet) *string {
-	return fs.String("store", "", "store location: a path or sqlite:PATH (default $LAYOVER_STORE, else $XDG_STATE_HOME/layover/layover.db)")
+	return fs.String("store", "", storeUsage)
 }
 
 // openStore opens the store named by --store, else LAYOVER_STORE, else the
