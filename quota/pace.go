@@ -20,6 +20,12 @@ const (
 	// MinBurnSpan is the shortest time between the first and the last of
 	// those observations for a rate to be known: 2 minutes.
 	MinBurnSpan = 2 * time.Minute
+	// SameResetTolerance is how far apart two observations' stated resets
+	// may be and still name one window: 5 seconds, for hosts whose skew
+	// corrections differ. A rise in remaining between two such
+	// observations is the order in which concurrent responses arrived, not
+	// a reset.
+	SameResetTolerance = 5 * time.Second
 )
 
 // Sample is one point of a key's history of observations (the store's
@@ -52,14 +58,16 @@ type Burn struct {
 // store gives them oldest first). It is pure.
 //
 // The samples with a known count observed no later than now are taken in
-// time order. A sample starts a new window when its count is higher than
-// the one before (the quota was reset, or refilled) or when it was observed
-// at or after the reset the one before stated. The rate is read over the
-// current (last) window's samples observed within BurnSpan of now: the fall
-// in remaining from the first of them to the last, divided by the time
-// between them. Within one window counts never rise, so the rate is never
-// negative. It is Known only from MinBurnSamples samples spanning at least
-// MinBurnSpan.
+// time order. A sample starts a new window when it was observed at or
+// after the reset the one before stated, or when its count is higher than
+// the one before (the quota was reset, or refilled) unless both state
+// resets within SameResetTolerance of each other (then the rise is the
+// order in which two hosts' concurrent responses arrived). The rate is
+// read over the current (last) window's samples observed within BurnSpan
+// of now: the fall in remaining from the first of them to the last,
+// divided by the time between them, and 0 when that is not a fall; so it
+// is never negative. It is Known only from MinBurnSamples samples spanning
+// at least MinBurnSpan.
 func BurnRate(samples []Sample, now time.Time) Burn {
 	pts := make([]Sample, 0, len(samples))
 	for _, s := range samples {
@@ -70,8 +78,7 @@ func BurnRate(samples []Sample, now time.Time) Burn {
 	slices.SortStableFunc(pts, func(a, b Sample) int { return a.At.Compare(b.At) })
 	start := 0
 	for i := 1; i < len(pts); i++ {
-		prev := pts[i-1]
-		if pts[i].Remaining > prev.Remaining || (!prev.ResetAt.IsZero() && !pts[i].At.Before(prev.ResetAt)) {
+		if newWindow(pts[i-1], pts[i]) {
 			start = i
 		}
 	}
@@ -91,8 +98,26 @@ func BurnRate(samples []Sample, now time.Time) Burn {
 		return b
 	}
 	b.Known = true
-	b.PerMinute = float64(first.Remaining-last.Remaining) / span.Minutes()
+	if fall := first.Remaining - last.Remaining; fall > 0 {
+		b.PerMinute = float64(fall) / span.Minutes()
+	}
 	return b
+}
+
+// newWindow reports whether s, observed after prev, starts a new window
+// (see BurnRate).
+func newWindow(prev, s Sample) bool {
+	if !prev.ResetAt.IsZero() && !s.At.Before(prev.ResetAt) {
+		return true
+	}
+	if s.Remaining <= prev.Remaining {
+		return false
+	}
+	if prev.ResetAt.IsZero() || s.ResetAt.IsZero() {
+		return true
+	}
+	d := s.ResetAt.Sub(prev.ResetAt)
+	return d > SameResetTolerance || d < -SameResetTolerance
 }
 
 // ProjectExhaustion is when s's remaining count would reach 0 at rate,

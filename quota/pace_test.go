@@ -48,11 +48,27 @@ func TestBurnRate(t *testing.T) {
 			at(-2*time.Minute, 4900), at(-time.Minute, 4800), at(0, 4700), at(time.Minute, 0)}, true, 100, 3},
 		{"only the last 15 min", []quota.Sample{
 			at(-16*time.Minute, 5000), at(-14*time.Minute, 4860), at(-7*time.Minute, 4790), at(0, 4720)}, true, 10, 3},
-		// The reset between 14:57 and 14:58: a rise starts a new window,
-		// whose three samples burn 10/min; the old window's fall is not
-		// counted.
-		{"a rise starts a new window", series(paceNow, reset, 400, 200, 100, 5000, 4990, 4980), true, 10, 3},
-		{"a new window too short falls back", series(paceNow, reset, 400, 200, 100, 5000, 4990), false, 0, 2},
+		// The reset between 13:57 and 13:58: a rise, with the next reset
+		// stated, starts a new window, whose three samples burn 10/min;
+		// the old window's fall is not counted.
+		{"a rise starts a new window", append(series(paceNow.Add(-3*time.Minute), paceNow.Add(time.Hour), 400, 200, 100),
+			series(paceNow, reset, 5000, 4990, 4980)...), true, 10, 3},
+		{"a new window too short falls back", append(series(paceNow.Add(-2*time.Minute), paceNow.Add(time.Hour), 400, 200, 100),
+			series(paceNow, reset, 5000, 4990)...), false, 0, 2},
+		{"a rise with no reset stated starts a new window", []quota.Sample{
+			{At: paceNow.Add(-3 * time.Minute), Remaining: 100}, {At: paceNow.Add(-2 * time.Minute), Remaining: 5000},
+			{At: paceNow.Add(-time.Minute), Remaining: 4900}, {At: paceNow, Remaining: 4800}}, true, 100, 3},
+		// Two hosts' responses arriving out of order: 4800 seen after
+		// 4799 under one reset (4 s apart, two hosts' skews) is not a
+		// reset.
+		{"a rise under the same reset is arrival order", []quota.Sample{
+			at(-3*time.Minute, 5000), at(-2*time.Minute, 4799),
+			{At: paceNow.Add(-time.Minute), Remaining: 4800, ResetAt: reset.Add(4 * time.Second)}, at(0, 4700)}, true, 100, 4},
+		{"a rise under a reset 6 s off starts a new window", []quota.Sample{
+			at(-3*time.Minute, 5000), at(-2*time.Minute, 4799),
+			{At: paceNow.Add(-time.Minute), Remaining: 4800, ResetAt: reset.Add(6 * time.Second)}, at(0, 4700)}, false, 0, 2},
+		{"a last count above the first burns 0", []quota.Sample{
+			at(-2*time.Minute, 4700), at(-time.Minute, 4699), at(0, 4701)}, true, 0, 3},
 		// Equal counts but the previous sample's reset passed: new window.
 		{"passing the stated reset starts a new window", []quota.Sample{
 			{At: paceNow.Add(-4 * time.Minute), Remaining: 3000, ResetAt: paceNow.Add(-3 * time.Minute)},
