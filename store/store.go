@@ -202,6 +202,12 @@ type Store interface {
 	// the same transaction: of t's task, Seq the next from 1, At now when
 	// zero. A refused write appends nothing.
 	UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEvent, now time.Time) (record.Task, error)
+	// UpdateTasks applies each write as UpdateTask does, in order, all in
+	// one transaction: every one or none. A write that is refused (a stale
+	// Version: record.ErrConflict; a task that does not exist; an invalid
+	// record) refuses the batch, which then writes nothing. It returns the
+	// tasks as stored, in the writes' order.
+	UpdateTasks(ctx context.Context, writes []record.TaskWrite, now time.Time) ([]record.Task, error)
 	// TaskEvents returns a task's history, oldest first.
 	TaskEvents(ctx context.Context, runID, task string) ([]record.TaskEvent, error)
 	// CountRuns counts runs per status; a status without runs is left out.

@@ -91,6 +91,9 @@ func (noStore) UpdateRun(context.Context, record.Run, time.Time) (record.Run, er
 func (noStore) UpdateTask(context.Context, record.Task, *record.TaskEvent, time.Time) (record.Task, error) {
 	return record.Task{}, errNoStore
 }
+func (noStore) UpdateTasks(context.Context, []record.TaskWrite, time.Time) ([]record.Task, error) {
+	return nil, errNoStore
+}
 func (noStore) TaskEvents(context.Context, string, string) ([]record.TaskEvent, error) {
 	return nil, job.ErrNotFound
 }

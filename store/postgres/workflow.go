@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -176,38 +177,68 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 
 // UpdateTask implements store.Store.
 func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEvent, now time.Time) (record.Task, error) {
-	t, ev, err := store.TaskUpdate(t, ev, now)
+	out, err := s.UpdateTasks(ctx, []record.TaskWrite{{Task: t, Event: ev}}, now)
 	if err != nil {
 		return record.Task{}, err
 	}
+	return out[0], nil
+}
+
+// UpdateTasks implements store.Store: the writes in one transaction.
+func (s *Store) UpdateTasks(ctx context.Context, writes []record.TaskWrite, now time.Time) ([]record.Task, error) {
+	in := make([]record.Task, len(writes))
+	evs := make([]*record.TaskEvent, len(writes))
+	for i, w := range writes {
+		t, ev, err := store.TaskUpdate(w.Task, w.Event, now)
+		if err != nil {
+			return nil, err
+		}
+		in[i], evs[i] = t, ev
+	}
+	var out []record.Task
+	var failed *record.Task
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out, failed = slices.Clone(in), nil // a retried transaction starts again
+		for i := range out {
+			if err := updateTaskIn(ctx, tx, &out[i], evs[i]); err != nil {
+				failed = &out[i]
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if failed != nil {
+			return nil, wrapErr("update task "+failed.Name+" of run "+failed.RunID, err)
+		}
+		return nil, wrapErr("update tasks", err)
+	}
+	return out, nil
+}
+
+// updateTaskIn writes t with ev in tx, a compare-and-set on t.Version,
+// which it sets to the stored one.
+func updateTaskIn(ctx context.Context, tx pgx.Tx, t *record.Task, ev *record.TaskEvent) error {
 	events := 0
 	if ev != nil {
 		events = 1
 	}
 	// updateTask sets every column of taskArgs but run_id and name (and
 	// version, which it grows), then takes the task and its version.
-	a := store.TaskValues(t)
+	a := store.TaskValues(*t)
 	args := append(a[2:len(a)-1:len(a)-1], events, t.RunID, t.Name, t.Version)
-	var version int64
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		var seq int
-		err := tx.QueryRow(ctx, updateTask, args...).Scan(&version, &seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return cmp.Or(existsIn(ctx, tx, selectTaskExists, t.RunID, t.Name), record.ErrConflict)
-		}
-		if err != nil || ev == nil {
-			return err
-		}
-		e := *ev
-		e.Seq = seq
-		_, err = tx.Exec(ctx, insertEvent, store.EventValues(e)...)
-		return err
-	})
-	if err != nil {
-		return record.Task{}, wrapErr("update task "+t.Name+" of run "+t.RunID, err)
+	var seq int
+	err := tx.QueryRow(ctx, updateTask, args...).Scan(&t.Version, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cmp.Or(existsIn(ctx, tx, selectTaskExists, t.RunID, t.Name), record.ErrConflict)
 	}
-	t.Version = version
-	return t, nil
+	if err != nil || ev == nil {
+		return err
+	}
+	e := *ev
+	e.Seq = seq
+	_, err = tx.Exec(ctx, insertEvent, store.EventValues(e)...)
+	return err
 }
 
 // collect runs a query and reads every row of it with scan.

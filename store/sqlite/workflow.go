@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/layoverhq/layover/store"
@@ -164,40 +165,73 @@ func (s *Store) UpdateRun(ctx context.Context, r record.Run, now time.Time) (rec
 
 // UpdateTask implements store.Store.
 func (s *Store) UpdateTask(ctx context.Context, t record.Task, ev *record.TaskEvent, now time.Time) (record.Task, error) {
-	t, ev, err := store.TaskUpdate(t, ev, now)
+	out, err := s.UpdateTasks(ctx, []record.TaskWrite{{Task: t, Event: ev}}, now)
 	if err != nil {
 		return record.Task{}, err
 	}
+	return out[0], nil
+}
+
+// UpdateTasks implements store.Store: one piece of the group commit, so
+// the writes commit or roll back together.
+func (s *Store) UpdateTasks(ctx context.Context, writes []record.TaskWrite, now time.Time) ([]record.Task, error) {
+	out := make([]record.Task, len(writes))
+	evs := make([]*record.TaskEvent, len(writes))
+	for i, w := range writes {
+		t, ev, err := store.TaskUpdate(w.Task, w.Event, now)
+		if err != nil {
+			return nil, err
+		}
+		out[i], evs[i] = t, ev
+	}
+	in := out
+	var failed *record.Task
+	err := s.write(ctx, func(b *batch) error {
+		out, failed = slices.Clone(in), nil // as if for the first time, were the piece run again
+		for i := range out {
+			if err := updateTaskIn(b, &out[i], evs[i]); err != nil {
+				failed = &out[i]
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if failed != nil {
+			return nil, wrapErr("update task "+failed.Name+" of run "+failed.RunID, err)
+		}
+		return nil, wrapErr("update tasks", err)
+	}
+	return out, nil
+}
+
+// updateTaskIn writes t with ev in b, a compare-and-set on t.Version,
+// which it sets to the stored one.
+func updateTaskIn(b *batch, t *record.Task, ev *record.TaskEvent) error {
 	events := 0
 	if ev != nil {
 		events = 1
 	}
 	// updateTask sets every column of taskArgs but run_id and name (and
 	// version, which it grows), then takes the task and its version.
-	a := store.TaskValues(t)
+	a := store.TaskValues(*t)
 	args := append(a[2:len(a)-1:len(a)-1], events, t.RunID, t.Name, t.Version)
-	err = s.write(ctx, func(b *batch) error {
-		var seq int
-		err := b.QueryRow(updateTask, args...).Scan(&t.Version, &seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			var v int64
-			if err := b.QueryRow(selectTaskVersion, t.RunID, t.Name).Scan(&v); err != nil {
-				return notFound(err)
-			}
-			return record.ErrConflict
+	var seq int
+	err := b.QueryRow(updateTask, args...).Scan(&t.Version, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		var v int64
+		if err := b.QueryRow(selectTaskVersion, t.RunID, t.Name).Scan(&v); err != nil {
+			return notFound(err)
 		}
-		if err != nil || ev == nil {
-			return err
-		}
-		e := *ev
-		e.Seq = seq
-		_, err = b.Exec(insertEvent, store.EventValues(e)...)
-		return err
-	})
-	if err != nil {
-		return record.Task{}, wrapErr("update task "+t.Name+" of run "+t.RunID, err)
+		return record.ErrConflict
 	}
-	return t, nil
+	if err != nil || ev == nil {
+		return err
+	}
+	e := *ev
+	e.Seq = seq
+	_, err = b.Exec(insertEvent, store.EventValues(e)...)
+	return err
 }
 
 // query runs a read of the Store's prepared statements.

@@ -48,6 +48,7 @@ func RunWorkflows(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpdateRun", testUpdateRun},
 		{"UpdateTask", testUpdateTask},
 		{"UpdateTaskConcurrently", testUpdateTaskConcurrently},
+		{"UpdateTasks", testUpdateTasks},
 		{"TaskEvents", testTaskEvents},
 		{"RefusedRecords", testRefusedRecords},
 	}
@@ -407,6 +408,66 @@ func testUpdateTask(t *testing.T, setup jobsSetup) {
 	}
 	if _, err := s.TaskEvents(ctx, "nope", "review"); !errors.Is(err, job.ErrNotFound) {
 		t.Errorf("TaskEvents of a run that does not exist: %v, want job.ErrNotFound", err)
+	}
+}
+
+// UpdateTasks writes every task of a batch with its event, or, when one
+// write is refused, none of them.
+func testUpdateTasks(t *testing.T, setup jobsSetup) {
+	ctx, s := setup(t)
+	mustCreateRun(t, ctx, s, newRun("batch-1"), at(0), record.Task{Name: "fetch"}, record.Task{Name: "review"}, record.Task{Name: "publish"})
+	ks := mustTasks(t, ctx, s, "batch-1")
+	fetch, review := ks[0], ks[1]
+	fetch.State, fetch.Stage, fetch.JobID = record.TaskComplete, "complete", "batch-1.fetch"
+	review.State, review.Stage, review.Starts = record.TaskRunning, "ready", 1
+	now := at(time.Hour)
+	got, err := s.UpdateTasks(ctx, []record.TaskWrite{
+		{Task: fetch, Event: &record.TaskEvent{From: record.TaskPending, To: record.TaskComplete, Reason: "job batch-1.fetch is complete"}},
+		{Task: review},
+	}, now)
+	if err != nil {
+		t.Fatalf("UpdateTasks: %v", err)
+	}
+	want := []record.Task{storedTask(fetch, 2, now), storedTask(review, 2, now)}
+	checkRecord(t, "UpdateTasks", got, want)
+	stored := mustTasks(t, ctx, s, "batch-1")
+	checkRecord(t, "RunTasks after UpdateTasks", stored[:2], want)
+	if evs := mustEvents(t, ctx, s, "batch-1", "fetch"); len(evs) != 1 || evs[0].Seq != 1 || evs[0].To != record.TaskComplete {
+		t.Errorf("fetch's events = %s, want the one written", show(evs))
+	}
+	if evs := mustEvents(t, ctx, s, "batch-1", "review"); len(evs) != 0 {
+		t.Errorf("review's events = %s, want none", show(evs))
+	}
+
+	// One stale write refuses the batch: the write before it is undone,
+	// with its event.
+	publish := stored[2]
+	publish.State = record.TaskRunning
+	staleReview := review // version 1, stored 2
+	staleReview.Stage = "running"
+	_, err = s.UpdateTasks(ctx, []record.TaskWrite{
+		{Task: publish, Event: &record.TaskEvent{From: record.TaskPending, To: record.TaskRunning, Reason: "released"}},
+		{Task: staleReview},
+	}, at(2*time.Hour))
+	if !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("UpdateTasks with a stale write: %v, want record.ErrConflict", err)
+	}
+	if p := mustTasks(t, ctx, s, "batch-1")[2]; p.Version != 1 || p.State != record.TaskPending {
+		t.Errorf("publish after a refused batch = %s, want as it was", show(p))
+	}
+	if evs := mustEvents(t, ctx, s, "batch-1", "publish"); len(evs) != 0 {
+		t.Errorf("publish's events after a refused batch = %s, want none", show(evs))
+	}
+	// A task that does not exist refuses it too; an empty batch writes
+	// nothing.
+	if _, err := s.UpdateTasks(ctx, []record.TaskWrite{{Task: publish}, {Task: record.Task{RunID: "batch-1", Name: "nope", State: record.TaskRunning, Version: 1}}}, at(3*time.Hour)); !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("UpdateTasks with a missing task: %v, want job.ErrNotFound", err)
+	}
+	if p := mustTasks(t, ctx, s, "batch-1")[2]; p.Version != 1 {
+		t.Errorf("publish after a refused batch = %s, want version 1", show(p))
+	}
+	if got, err := s.UpdateTasks(ctx, nil, at(4*time.Hour)); err != nil || len(got) != 0 {
+		t.Errorf("an empty UpdateTasks: %v, %d tasks", err, len(got))
 	}
 }
 

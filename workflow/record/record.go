@@ -123,6 +123,14 @@ type Task struct {
 	Version     int64
 }
 
+// TaskWrite is one task update of a batch (store.Store's UpdateTasks): the
+// task as to be written, a compare-and-set on its Version, and the event
+// appended with it (nil: none).
+type TaskWrite struct {
+	Task  Task
+	Event *TaskEvent
+}
+
 // TaskEvent is one entry of a task's history. A task's history is
 // append-only: entries are written with the task's updates and never
 // change.
