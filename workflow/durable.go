@@ -218,7 +218,7 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 		return nil
 	}
 	p := &pass{run: r, def: def, byName: byName, budget: def.Budget.Runs,
-		timedOut: !r.Deadline.IsZero() && !c.now().Before(r.Deadline)}
+		timedOut: !r.Deadline.IsZero() && !c.now().Before(r.Deadline), moved: map[*record.Task]int{}}
 	if p.budget <= 0 {
 		p.budget = DefaultBudgetRuns
 	}
@@ -230,6 +230,9 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 		if err := c.syncTask(ctx, p, t, rt); err != nil {
 			return err
 		}
+	}
+	if err := c.flush(ctx, p); err != nil {
+		return err
 	}
 	status := durableStatus(recs, p.timedOut)
 	starts := p.starts()
@@ -255,6 +258,19 @@ type pass struct {
 	budget int
 	// timedOut: the run's timeout has passed; nothing more starts.
 	timedOut bool
+
+	// The moves recorded and not yet written (flush), the records they
+	// are of, and what waits for them to be written, in order.
+	writes  []record.TaskWrite
+	targets []*record.Task
+	moved   map[*record.Task]int
+	after   []func() error
+}
+
+// then does f once the pass's moves so far are written.
+func (p *pass) then(f func() error) error {
+	p.after = append(p.after, f)
+	return nil
 }
 
 // starts is the run's task starts so far: the sum of its tasks', each the
@@ -364,7 +380,7 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		for _, n := range t.Needs {
 			switch s := p.byName[n].State; s {
 			case record.TaskFailed, record.TaskSkipped, record.TaskCancelled:
-				return c.move(ctx, rt, record.TaskEvent{Reason: "need " + n + " is " + string(s)}, func(x *record.Task) {
+				return c.move(ctx, p, rt, record.TaskEvent{Reason: "need " + n + " is " + string(s)}, func(x *record.Task) {
 					x.State, x.Stage, x.WaitingOn = record.TaskSkipped, "skipped", ""
 				})
 			case record.TaskComplete:
@@ -380,7 +396,7 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		case !p.roomToRelease():
 			return nil // the released tasks' first starts may use what is left
 		}
-		return c.release(ctx, r, def, t, rt, firstCandidate(t), r.ID+"."+t.Name, "released: its needs are complete")
+		return c.release(ctx, p, t, rt, firstCandidate(t), r.ID+"."+t.Name, "released: its needs are complete")
 	}
 	j, err := c.Store.Job(ctx, rt.JobID)
 	if errors.Is(err, job.ErrNotFound) {
@@ -403,13 +419,13 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		if err != nil {
 			return err
 		}
-		if err := c.move(ctx, rt, record.TaskEvent{Reason: "on_quota fail: " + j.Stage, Candidate: rt.Candidate}, func(x *record.Task) {
+		if err := c.move(ctx, p, rt, record.TaskEvent{Reason: "on_quota fail: " + j.Stage, Candidate: rt.Candidate}, func(x *record.Task) {
 			x.State, x.Stage, x.WaitingOn, x.Quota = record.TaskFailed, "failed", "", q
 			x.Starts, x.Attempts = starts, attempts
 		}); err != nil {
 			return err
 		}
-		return c.stopJob(ctx, r, t, j.ID)
+		return p.then(func() error { return c.stopJob(ctx, r, t, j.ID) })
 	}
 	if waitsToStart(j) {
 		starts, _, err := c.counts(ctx, rt, j)
@@ -441,10 +457,10 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 	}
 	if j.State == job.Deferred && len(t.Agent) > 1 {
 		if next, ok := nextCandidate(t, rt, c.now()); ok {
-			return c.switchCandidate(ctx, r, def, t, rt, j, next)
+			return c.switchCandidate(ctx, p, t, rt, j, next)
 		}
 	}
-	return c.follow(ctx, rt, j)
+	return c.follow(ctx, p, rt, j)
 }
 
 // waitsToStart reports whether a job is not running but may start again:
@@ -473,7 +489,7 @@ type waiting struct {
 // cancelled after the record is written.
 func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *record.Task, w *waiting) error {
 	ev := record.TaskEvent{Reason: fmt.Sprintf("the budget of %d task starts is spent: nothing more starts", p.budget), Candidate: rt.Candidate}
-	if err := c.move(ctx, rt, ev, func(x *record.Task) {
+	if err := c.move(ctx, p, rt, ev, func(x *record.Task) {
 		if w != nil {
 			settle(x, *w)
 		}
@@ -484,7 +500,7 @@ func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *re
 	if w == nil {
 		return nil
 	}
-	return c.stopJob(ctx, p.run, t, w.job.ID)
+	return p.then(func() error { return c.stopJob(ctx, p.run, t, w.job.ID) })
 }
 
 // stopForTimeout stops a task at the run's deadline: its job j (which the
@@ -494,7 +510,7 @@ func (c *Coordinator) stopForBudget(ctx context.Context, p *pass, t Task, rt *re
 // nil.
 func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *record.Task, j job.Job, w *waiting) error {
 	why := "the run's timeout passed at " + p.run.Deadline.UTC().Format(time.RFC3339) + ": nothing more starts; start a new run id"
-	if err := c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
+	if err := c.move(ctx, p, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
 		if w != nil {
 			settle(x, *w)
 		}
@@ -505,7 +521,7 @@ func (c *Coordinator) stopForTimeout(ctx context.Context, p *pass, t Task, rt *r
 	}); err != nil {
 		return err
 	}
-	return c.stopJob(ctx, p.run, t, j.ID)
+	return p.then(func() error { return c.stopJob(ctx, p.run, t, j.ID) })
 }
 
 // pausePastTimeout pauses a task whose job the host cancelled because its
@@ -521,7 +537,7 @@ func (c *Coordinator) pausePastTimeout(ctx context.Context, p *pass, rt *record.
 	q.ResetAt = reset
 	why := fmt.Sprintf("paused on %s until %s, after the run's timeout (%s): it does not run again",
 		quotaName(*q), reset.UTC().Format(time.RFC3339), p.run.Deadline.UTC().Format(time.RFC3339))
-	return c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
+	return c.move(ctx, p, rt, record.TaskEvent{Reason: why, Candidate: rt.Candidate}, func(x *record.Task) {
 		x.State, x.Stage, x.Quota, x.WaitingOn = record.TaskPaused, stageResetPastTimeout, q, waitingOn(*q)
 		x.Starts, x.Attempts, x.SessionID = starts, attempts, j.SessionID
 	})
@@ -580,7 +596,8 @@ func nextCandidate(t Task, rt *record.Task, now time.Time) (string, bool) {
 
 // switchCandidate records the switch (a new job id), cancels the deferred
 // job and submits the next candidate's with the brief.
-func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, old job.Job, next string) error {
+func (c *Coordinator) switchCandidate(ctx context.Context, p *pass, t Task, rt *record.Task, old job.Job, next string) error {
+	r, def := p.run, p.def
 	id := nextJobID(r.ID, t.Name, rt.JobID)
 	prev := rt.Candidate
 	until, err := c.declaredReset(ctx, rt, old)
@@ -590,7 +607,7 @@ func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Def
 	if until.IsZero() {
 		until = old.RunAt // no reset declared: limited until the host's probe
 	}
-	if err := c.move(ctx, rt, record.TaskEvent{Reason: "switched from " + prev + " after a quota, with the brief", Candidate: next},
+	if err := c.move(ctx, p, rt, record.TaskEvent{Reason: "switched from " + prev + " after a quota, with the brief", Candidate: next},
 		func(x *record.Task) {
 			if x.Limited == nil {
 				x.Limited = map[string]time.Time{}
@@ -600,10 +617,12 @@ func (c *Coordinator) switchCandidate(ctx context.Context, r record.Run, def Def
 		}); err != nil {
 		return err
 	}
-	if _, err := c.Jobs.Cancel(ctx, old.ID); err != nil && !errors.Is(err, job.ErrTransition) {
-		return fmt.Errorf("workflow: run %s task %s: cancel job %s: %w", r.ID, t.Name, old.ID, err)
-	}
-	return c.submit(ctx, r, def, t, id, next, rt.Workdir)
+	return p.then(func() error {
+		if _, err := c.Jobs.Cancel(ctx, old.ID); err != nil && !errors.Is(err, job.ErrTransition) {
+			return fmt.Errorf("workflow: run %s task %s: cancel job %s: %w", r.ID, t.Name, old.ID, err)
+		}
+		return c.submit(ctx, r, def, t, id, next, rt.Workdir)
+	})
 }
 
 // stopJob cancels a task's job that has not ended.
@@ -636,13 +655,14 @@ func nextJobID(run, task, cur string) string {
 
 // release records a task's job id, then submits the job: a crash between
 // the two leaves a task whose job the next Sync submits.
-func (c *Coordinator) release(ctx context.Context, r record.Run, def Definition, t Task, rt *record.Task, cand, id, why string) error {
-	if err := c.move(ctx, rt, record.TaskEvent{Reason: why, Candidate: cand}, func(x *record.Task) {
+func (c *Coordinator) release(ctx context.Context, p *pass, t Task, rt *record.Task, cand, id, why string) error {
+	r, def := p.run, p.def
+	if err := c.move(ctx, p, rt, record.TaskEvent{Reason: why, Candidate: cand}, func(x *record.Task) {
 		x.State, x.Stage, x.WaitingOn, x.Candidate, x.JobID = record.TaskRunning, "ready", "", cand, id
 	}); err != nil {
 		return err
 	}
-	return c.submit(ctx, r, def, t, id, cand, rt.Workdir)
+	return p.then(func() error { return c.submit(ctx, r, def, t, id, cand, rt.Workdir) })
 }
 
 // submit submits task t's job id on cand; the same id and spec is the
@@ -685,7 +705,7 @@ func JobSpec(r record.Run, def Definition, t Task, cand, dir string) (job.Spec, 
 }
 
 // follow moves a task's record to its job's state.
-func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) error {
+func (c *Coordinator) follow(ctx context.Context, p *pass, rt *record.Task, j job.Job) error {
 	var to record.TaskState
 	switch j.State {
 	case job.Ready, job.Running:
@@ -727,7 +747,7 @@ func (c *Coordinator) follow(ctx context.Context, rt *record.Task, j job.Job) er
 	if rt.State == to {
 		ev.Reason = "job " + j.ID + ": " + stage
 	}
-	return c.move(ctx, rt, ev, func(x *record.Task) {
+	return c.move(ctx, p, rt, ev, func(x *record.Task) {
 		x.State, x.Stage, x.Starts, x.Attempts, x.Quota, x.SessionID = to, stage, starts, attempts, q, j.SessionID
 		x.WaitingOn = ""
 		if q != nil {
@@ -841,20 +861,74 @@ func sameQuota(a, b *record.Quota) bool {
 	return a.Provider == b.Provider && a.Resource == b.Resource && a.ResetAt.Equal(b.ResetAt) && a.Message == b.Message
 }
 
-// move writes a change to rt with its event, a compare-and-set on rt's
-// version; rt becomes the stored record.
-func (c *Coordinator) move(ctx context.Context, rt *record.Task, ev record.TaskEvent, change func(*record.Task)) error {
+// move records a change to rt with its event: a compare-and-set on rt's
+// version, written with the pass's other moves when p flushes (rt holds
+// the change at once, and the stored record after the flush).
+func (c *Coordinator) move(ctx context.Context, p *pass, rt *record.Task, ev record.TaskEvent, change func(*record.Task)) error {
+	if _, ok := p.moved[rt]; ok {
+		// A second move of a task in one pass: the first is written first.
+		if err := c.flush(ctx, p); err != nil {
+			return err
+		}
+	}
 	t := *rt
 	change(&t)
 	now := c.now()
 	ev.RunID, ev.Task, ev.At, ev.From, ev.To = t.RunID, t.Name, now, rt.State, t.State
 	ev.Reason = safe(ev.Reason)
-	stored, err := c.Store.UpdateTask(ctx, t, &ev, now)
-	if err != nil {
-		return fmt.Errorf("workflow: run %s task %s: %w", t.RunID, t.Name, err)
-	}
-	*rt = stored
+	p.moved[rt] = len(p.writes)
+	p.writes = append(p.writes, record.TaskWrite{Task: t, Event: &ev})
+	p.targets = append(p.targets, rt)
+	*rt = t
 	return nil
+}
+
+// taskBatcher is a store that writes several tasks in one transaction;
+// every store.Store is.
+type taskBatcher interface {
+	UpdateTasks(ctx context.Context, writes []record.TaskWrite, now time.Time) ([]record.Task, error)
+}
+
+// flush writes the pass's moves, in one transaction when the store can,
+// then does what waited for them (a job submitted or cancelled after the
+// task recorded it), in order. A refused write (record.ErrConflict:
+// another writer was first) writes none of a batch and does none of what
+// waited for it.
+func (c *Coordinator) flush(ctx context.Context, p *pass) error {
+	writes, targets, after := p.writes, p.targets, p.after
+	p.writes, p.targets, p.after, p.moved = nil, nil, nil, map[*record.Task]int{}
+	if len(writes) > 0 {
+		stored, err := c.writeTasks(ctx, writes)
+		if err != nil {
+			return fmt.Errorf("workflow: run %s: %w", p.run.ID, err)
+		}
+		for i, rt := range targets {
+			*rt = stored[i]
+		}
+	}
+	for _, f := range after {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTasks writes a pass's moves: in one transaction, or one by one.
+func (c *Coordinator) writeTasks(ctx context.Context, writes []record.TaskWrite) ([]record.Task, error) {
+	now := c.now()
+	if b, ok := c.Store.(taskBatcher); ok {
+		return b.UpdateTasks(ctx, writes, now)
+	}
+	out := make([]record.Task, len(writes))
+	for i, w := range writes {
+		t, err := c.Store.UpdateTask(ctx, w.Task, w.Event, now)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", w.Task.Name, err)
+		}
+		out[i] = t
+	}
+	return out, nil
 }
 
 // decodeCanonical reads a definition back from its stored form
