@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestSubscribeDeliversEveryMove(t *testing.T) {
 			t.Errorf("event %d: reset %s, wake-up %s; want %s, %s", i, got.Reset, got.WakeAt, w.Reset, w.WakeAt)
 		}
 		got.Reset, got.WakeAt = w.Reset, w.WakeAt
-		if got != w {
+		if !reflect.DeepEqual(got, w) {
 			t.Errorf("event %d = %+v, want %+v", i, got, w)
 		}
 	}

@@ -434,11 +434,11 @@ func (h *Host) loop(ctx context.Context) {
 			h.maybeRecheckCredentials(ctx, now)
 			h.maybeCleanup(ctx, now, swept.PastDue+swept.Expired > 0)
 		}
-		if swept != (store.SweepResult{}) {
+		if swept.Moved() {
 			// The store moves these jobs in bulk and names none of them:
 			// one line gives the counts of the transitions it made.
 			h.cfg.Logger.Info("jobs swept", "woken", swept.Woken, "expired", swept.Expired,
-				"past_due", swept.PastDue, "reclaimed", swept.Reclaimed)
+				"past_due", swept.PastDue, "reclaimed", swept.Reclaimed, "failed", swept.Failed)
 			h.publish(Event{At: now, Swept: swept})
 		}
 		if swept.Reclaimed > 0 && h.running() > 0 {
@@ -451,7 +451,7 @@ func (h *Host) loop(ctx context.Context) {
 			}
 		}
 		full := false
-		progress := swept != (store.SweepResult{})
+		progress := swept.Moved()
 		h.claimMu.Lock()
 		if free := h.cfg.Concurrency - h.running(); free > 0 && !h.isDraining() {
 			claimed, err := h.st.ClaimJobs(ctx, h.cfg.ID, now, h.cfg.Lease, free)

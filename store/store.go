@@ -244,4 +244,16 @@ type SweepResult struct {
 	Expired   int // deferred/resumable -> cancelled (resume_by passed)
 	PastDue   int // -> cancelled, or failed from auth-wait (job deadline passed)
 	Reclaimed int // lease or progress deadline lost
+	// AuthFailed counts, of PastDue, the jobs failed from auth-wait (the
+	// rest were cancelled).
+	AuthFailed int
+	// Failed are the ids of the jobs the sweep failed, in id order: the
+	// first MaxSweptFailed of the AuthFailed.
+	Failed []string
 }
+
+// MaxSweptFailed bounds SweepResult.Failed, in job ids.
+const MaxSweptFailed = 16
+
+// Moved reports whether the sweep moved any job.
+func (r SweepResult) Moved() bool { return r.Woken+r.Expired+r.PastDue+r.Reclaimed > 0 }

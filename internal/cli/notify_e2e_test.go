@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"github.com/layoverhq/layover/internal/fake"
+	"github.com/layoverhq/layover/job"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/sqlite"
 )
 
 // webhook is a fake notification receiver: it keeps each body by path.
@@ -217,4 +221,69 @@ func TestServeNotifiesFlowRun(t *testing.T) {
 		p["reset"] != reset.UTC().Format(time.RFC3339) || c["kind"] != "flow-complete" || c["run"] != "pair-n" {
 		t.Errorf("flow notifications:\n%v\n%v\nwant flow-paused (pair-n, its key, reset %s), then flow-complete", p, c, reset.UTC().Format(time.RFC3339))
 	}
+}
+
+// openBundleStore opens the store b's commands use (SQLite, or the
+// PostgreSQL schema onEachStore gave it).
+func openBundleStore(t *testing.T, b *bundle) store.Store {
+	t.Helper()
+	var st store.Store
+	var err error
+	if loc := b.env["LAYOVER_STORE"]; strings.HasPrefix(loc, "postgres://") {
+		st, err = postgres.Open(t.Context(), loc)
+	} else {
+		st, err = sqlite.Open(t.Context(), b.store)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// A job waiting for credentials when its deadline passes is failed by
+// serve's sweep, in bulk in the store, and its job-failed notification
+// is sent all the same.
+func TestServeNotifiesAJobTheSweepFails(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, fake.GitHubConfig{}, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		st := openBundleStore(t, b)
+		now := time.Now()
+		const id = "needs-login"
+		j := job.Job{ID: id, State: job.Ready, Spec: job.Spec{Name: id, Argv: []string{"gh", "api", "/user"},
+			Deadline: now.Add(time.Second).Truncate(time.Millisecond)}}
+		if _, _, err := st.SubmitJob(ctx, j, nil, now); err != nil {
+			t.Fatal(err)
+		}
+		c, err := st.ClaimJobs(ctx, "elsewhere", now, time.Minute, 1)
+		if err != nil || len(c) != 1 {
+			t.Fatalf("claim: %v %v", c, err)
+		}
+		att := job.Attempt{ID: id + "-a1", Fence: c[0].Fence, StartedAt: now}
+		if _, err := st.ApplyJob(ctx, id, c[0].Fence, job.Change{To: job.Running, Reason: "claimed", Now: now, Attempt: &att,
+			Mutate: func(j *job.Job) { j.Runs++ }}); err != nil {
+			t.Fatal(err)
+		}
+		exit := 1
+		att.EndedAt, att.Outcome, att.ExitCode = now, "auth", &exit
+		if _, err := st.ApplyJob(ctx, id, c[0].Fence, job.Change{To: job.AuthWait, Reason: "auth: bad credentials", Now: now,
+			From: []job.State{job.Running}, Attempt: &att, Mutate: func(j *job.Job) { j.RunAt = now.Add(time.Hour) }}); err != nil {
+			t.Fatal(err)
+		}
+		hook := newWebhook(t)
+		serve := b.start("serve", "--lease", "3s", "--heartbeat", "500ms", "--notify", hook.URL+"/hook/T2-sweep-secret")
+		serve.waitLine(t, "layover serve started")
+		bodies := hook.awaitMatching(t, "/hook/T2-sweep-secret", 1, func(s string) bool { return strings.Contains(s, `"job-failed"`) })
+		var got struct{ Kind, Job, State string }
+		if err := json.Unmarshal([]byte(bodies[0]), &got); err != nil || got.Job != id || got.State != "failed" {
+			t.Errorf("job-failed notification %s (%v); want job %s, state failed", bodies[0], err, id)
+		}
+		if err := serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := serve.wait(t); code != 0 {
+			t.Errorf("serve after SIGTERM: exit %d\n%s", code, serve.stderr())
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/layoverhq/layover/host"
+	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/notify"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/workflow/record"
@@ -68,20 +69,36 @@ func forwardJobEvents(ctx context.Context, st store.Store, sub *host.Subscriptio
 			}
 			ev = e
 		}
-		if !notify.Notable(ev) {
-			continue
+		for _, ev := range sweptFailures(ev) {
+			if !notify.Notable(ev) {
+				continue
+			}
+			j, err := st.Job(ctx, ev.JobID)
+			if err != nil && ctx.Err() == nil {
+				// The event is sent without its job's workflow run.
+				logger.Warn("notify: read job", "job", ev.JobID, "err", err)
+			}
+			e, _ := notify.FromJob(ev, j)
+			if started, ok := waits.Started(e); ok {
+				n.Send(started)
+			}
+			n.Send(e)
 		}
-		j, err := st.Job(ctx, ev.JobID)
-		if err != nil && ctx.Err() == nil {
-			// The event is sent without its job's workflow run.
-			logger.Warn("notify: read job", "job", ev.JobID, "err", err)
-		}
-		e, _ := notify.FromJob(ev, j)
-		if started, ok := waits.Started(e); ok {
-			n.Send(started)
-		}
-		n.Send(e)
 	}
+}
+
+// sweptFailures is ev itself, or for a sweep's event the failure of each
+// job it names as failed (auth-wait past the job's deadline; at most
+// store.MaxSweptFailed of them), so that each is told as job-failed.
+func sweptFailures(ev host.Event) []host.Event {
+	if ev.JobID != "" {
+		return []host.Event{ev}
+	}
+	out := make([]host.Event, 0, len(ev.Swept.Failed))
+	for _, id := range ev.Swept.Failed {
+		out = append(out, host.Event{JobID: id, From: job.AuthWait, To: job.Failed, Reason: job.ReasonPastDue, At: ev.At})
+	}
+	return out
 }
 
 // notifyRun hands the notifier the event of a workflow run whose status

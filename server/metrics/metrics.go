@@ -172,9 +172,12 @@ func (m *Metrics) Observe(ev host.Event) {
 				m.swept.WithLabelValues(kind).Add(float64(n))
 			}
 		}
+		// The sweep moves whose states are known.
 		if ev.Swept.Woken > 0 {
-			// The one sweep move whose states are known.
 			m.transitions.WithLabelValues(string(job.Deferred), string(job.Resumable)).Add(float64(ev.Swept.Woken))
+		}
+		if ev.Swept.AuthFailed > 0 {
+			m.transitions.WithLabelValues(string(job.AuthWait), string(job.Failed)).Add(float64(ev.Swept.AuthFailed))
 		}
 		return
 	}

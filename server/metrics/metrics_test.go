@@ -558,3 +558,15 @@ func TestFollowCountsDroppedEventsAndEndsWithItsSubscription(t *testing.T) {
 	f.want(t, 2, "layover_events_dropped_total")
 	f.want(t, 3, "layover_jobs", "state=ready") // the store has all three
 }
+
+// A sweep that fails jobs waiting for credentials counts their
+// auth-wait -> failed transitions, every one of them (not only those the
+// sweep names), besides its past_due moves.
+func TestSweptFailuresAreTransitions(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{Store: openStore(t), Clock: clock.NewFake(t0)})
+	m.Observe(host.Event{At: t0, Swept: store.SweepResult{PastDue: 30, AuthFailed: 20, Failed: []string{"a", "b"}}})
+	f := scrape(t, m.Handler())
+	f.want(t, 20, "layover_job_transitions_total", "from=auth-wait", "to=failed")
+	f.want(t, 30, "layover_sweep_moves_total", "kind=past_due")
+}

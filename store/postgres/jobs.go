@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,9 @@ UPDATE jobs SET lease_until_ms = $4 FROM held WHERE jobs.id = held.id RETURNING 
 // the claim it had are closed with outcome ("": none to close).
 type sweepStep struct {
 	cond, set, reason, outcome string
+	// fails says the step fails jobs: the first of their ids are
+	// SweepResult.Failed.
+	fails bool
 }
 
 // The sweep's rules, in the order it applies them; a job moved by one is
@@ -176,6 +180,7 @@ var sweepSteps = [...]sweepStep{
 		cond:   `deadline_ms > 0 AND state = 'auth-wait' AND deadline_ms < $1`,
 		set:    `state = 'failed', stage = '', updated_at_ms = $1, transition_seq = transition_seq + 1`,
 		reason: job.ReasonPastDue,
+		fails:  true,
 	},
 	{ // Expired
 		cond:    `resume_by_ms > 0 AND state IN ` + waitingStates + ` AND resume_by_ms < $1`,
@@ -239,8 +244,10 @@ func sweepSQL(step sweepStep) string {
 		AND moved.old_owner <> '' AND job_attempt.ended_at_ms = 0
 )`
 	}
+	// The first moved ids, for SweepResult.Failed.
 	return q + `
-SELECT count(*) FROM moved`
+SELECT (SELECT count(*) FROM moved),
+	ARRAY(SELECT id FROM moved ORDER BY id LIMIT ` + strconv.Itoa(store.MaxSweptFailed) + `)`
 }
 
 // sweepQueries are the statements of sweepSteps, built on first use.
@@ -586,8 +593,13 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 			}
 			b.Queue(sweepQueries()[i], args...).QueryRow(func(row pgx.Row) error {
 				var n int
-				err := row.Scan(&n)
+				var ids []string
+				err := row.Scan(&n, &ids)
 				*counts[i] += n
+				if st.fails {
+					res.AuthFailed += n
+					res.Failed = append(res.Failed, ids...)
+				}
 				return err
 			})
 		}

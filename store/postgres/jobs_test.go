@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -317,7 +318,7 @@ func TestConcurrentSweeps(t *testing.T) {
 	}
 	// Left to a later sweep: what another sweep held when this one looked,
 	// and that one then moved. So the total is exact.
-	if want := (store.SweepResult{Woken: wake, PastDue: pastDue}); sum != want {
+	if want := (store.SweepResult{Woken: wake, PastDue: pastDue}); !reflect.DeepEqual(sum, want) {
 		t.Errorf("sweeps moved %+v in all (%+v), want %+v", sum, results, want)
 	}
 	counts, err := pools[0].CountJobs(ctx)

@@ -190,7 +190,9 @@ const (
 	sweepCancel = `UPDATE jobs SET state = 'cancelled', stage = '', updated_at_ms = ?1,
 	fence = fence + (lease_owner <> ''), lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE `
 	// An auth-wait job holds no claim (leaving running ended it).
-	sweepFail    = `UPDATE jobs SET state = 'failed', stage = '', updated_at_ms = ?1 WHERE ` + sweepAuthPastDue
+	sweepFail = `UPDATE jobs SET state = 'failed', stage = '', updated_at_ms = ?1 WHERE ` + sweepAuthPastDue
+	// sweepFailing names the first jobs sweepFail fails (?2 of them).
+	sweepFailing = `SELECT id FROM jobs WHERE ` + sweepAuthPastDue + ` ORDER BY id LIMIT ?2`
 	sweepUnclaim = `UPDATE jobs SET state = CASE state WHEN 'running' THEN 'ready' ELSE state END,
 	stage = CASE state WHEN 'running' THEN '' ELSE stage END, updated_at_ms = ?1,
 	lease_owner = '', lease_until_ms = 0, progress_by_ms = 0 WHERE ` + sweepLease
@@ -614,6 +616,23 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 			if !due[i] {
 				continue
 			}
+			if st.to == job.Failed {
+				ids, err := b.Query(sweepFailing, at, store.MaxSweptFailed)
+				if err != nil {
+					return err
+				}
+				for ids.Next() {
+					var id string
+					if err := ids.Scan(&id); err != nil {
+						_ = ids.Close()
+						return err
+					}
+					res.Failed = append(res.Failed, id)
+				}
+				if err := errors.Join(ids.Err(), ids.Close()); err != nil {
+					return err
+				}
+			}
 			if _, err := b.Exec(st.transitions, at, string(st.to), st.reason); err != nil {
 				return err
 			}
@@ -631,6 +650,9 @@ func (s *Store) SweepJobs(ctx context.Context, now time.Time) (store.SweepResult
 				return err
 			}
 			*counts[i] += int(n)
+			if st.to == job.Failed {
+				res.AuthFailed += int(n)
+			}
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -94,7 +95,9 @@ func testAuthWait(t *testing.T, setup jobsSetup) {
 		mustSubmit(t, ctx, s, late, nil, at(0))
 
 		mustSweep(t, ctx, s, deadline, store.SweepResult{})
-		mustSweep(t, ctx, s, deadline.Add(time.Millisecond), store.SweepResult{PastDue: 2})
+		// The sweep names the job it failed (for its job-failed event), not
+		// the one it cancelled.
+		mustSweep(t, ctx, s, deadline.Add(time.Millisecond), store.SweepResult{PastDue: 2, AuthFailed: 1, Failed: []string{"a"}})
 		want := a
 		want.State, want.Stage, want.UpdatedAt = job.Failed, "", msUTC(deadline.Add(time.Millisecond))
 		checkStored(t, ctx, s, want)
@@ -110,6 +113,26 @@ func testAuthWait(t *testing.T, setup jobsSetup) {
 			t.Errorf("a's attempts after the sweep = %+v, want its one auth attempt", h.Attempts)
 		}
 		mustSweep(t, ctx, s, deadline.Add(time.Hour), store.SweepResult{})
+	})
+
+	t.Run("FailedIDsAreBounded", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		deadline := at(time.Hour)
+		n := store.MaxSweptFailed + 3
+		var all []string
+		for i := range n {
+			id := fmt.Sprintf("w%02d", n-1-i) // submitted out of id order
+			authWaiting(t, ctx, s, id, deadline, at(2*time.Hour))
+			all = append(all, id)
+		}
+		slices.Sort(all)
+		mustSweep(t, ctx, s, deadline.Add(time.Millisecond), store.SweepResult{PastDue: n, AuthFailed: n, Failed: all[:store.MaxSweptFailed]})
+		for _, id := range all {
+			if j := mustJob(t, ctx, s, id); j.State != job.Failed {
+				t.Errorf("%s after the sweep: %s, want failed", id, j.State)
+			}
+		}
 	})
 
 	t.Run("OperatorMoves", func(t *testing.T) {
