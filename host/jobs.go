@@ -98,6 +98,14 @@ func badID(id string) error {
 // spec that job.Spec.Validate refuses (a secret in its commands, a bad
 // name) is not stored.
 func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, bool, error) {
+	return f.SubmitAt(ctx, id, spec, time.Time{})
+}
+
+// SubmitAt is Submit of a job that may start no sooner than runAt (zero:
+// now): stored ready with its RunAt, it is claimed once that time comes
+// (layover submit --at, --in). A job already stored is returned as
+// Submit returns it, its RunAt as stored.
+func (f *Jobs) SubmitAt(ctx context.Context, id string, spec job.Spec, runAt time.Time) (job.Job, bool, error) {
 	if !ValidID(id) {
 		return job.Job{}, false, badID(id)
 	}
@@ -106,7 +114,11 @@ func (f *Jobs) Submit(ctx context.Context, id string, spec job.Spec) (job.Job, b
 	}
 	spec = f.withDeadline(ctx, id, spec)
 	now := f.cfg.Clock.Now()
-	j, created, err := f.st.SubmitJob(ctx, job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}, nil, now)
+	j := job.Job{ID: id, Spec: spec, State: job.Ready, Stage: "ready", CreatedAt: now, UpdatedAt: now}
+	if runAt.After(now) {
+		j.RunAt, j.Stage = runAt.UTC().Truncate(time.Millisecond), "ready at "+stageTime(runAt)
+	}
+	j, created, err := f.st.SubmitJob(ctx, j, nil, now)
 	if err == nil {
 		if created {
 			f.submitted(j, now, wait{})

@@ -22,8 +22,8 @@ type Store interface {
 }
 
 // Pass runs one claimed slot's pass: its admission, then its command. It
-// returns the slot's result (store.SlotRan or store.SlotSkipped) and its
-// detail ("exit 0", the skip line).
+// returns the slot's result (store.SlotRan, store.SlotSkipped or
+// store.SlotFailed) and its detail ("exit 0", the skip line, the error).
 type Pass func(ctx context.Context, sc store.Schedule, slot time.Time) (store.SlotResult, string)
 
 // Defaults of Config.

@@ -40,6 +40,7 @@ const (
 	SlotRan     SlotResult = "ran"     // the pass ran; Detail gives its exit code
 	SlotSkipped SlotResult = "skipped" // admission refused the pass; Detail is the skip line
 	SlotMissed  SlotResult = "missed"  // no host claimed it in time, and the schedule skips missed slots
+	SlotFailed  SlotResult = "failed"  // the pass could not be admitted or started; Detail says why
 )
 
 // Slot is one claimed slot of a schedule: claimed once across the fleet.

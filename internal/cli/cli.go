@@ -104,6 +104,7 @@ func commands() []subcommand {
 		{"receipt", runReceipt},
 		{"serve", runServe},
 		{"submit", runSubmit},
+		{"schedule", runSchedule},
 		{"jobs", runJobs},
 		{"show", runShow},
 		{"cancel", runCancel},

@@ -80,8 +80,8 @@ var helpTable = map[string]helpEntry{
 	},
 	"submit": {
 		summary:  "queue a job for the durable host",
-		examples: []string{"layover submit --quota github --id nightly-sync -- ./sync.sh", "layover submit --agent codex --resume-cmd 'codex resume {session_id}' -- codex exec 'upgrade deps'"},
-		exits:    []string{"0    queued (or the same spec was queued already under --id)", "1    --id reused with a different spec", exitUsageLine, exitInternalLine},
+		examples: []string{"layover submit --quota github --id nightly-sync -- ./sync.sh", "layover submit --agent codex --resume-cmd 'codex resume {session_id}' -- codex exec 'upgrade deps'", "layover submit --in 2h -- ./sync.sh"},
+		exits:    []string{"0    queued (or the same spec was queued already under --id)", "1    --id reused with a different spec", exitUsageLine + "; an --at or --in that is not ahead", exitInternalLine},
 	},
 	"jobs": {
 		summary:  "list jobs",
@@ -112,6 +112,26 @@ var helpTable = map[string]helpEntry{
 		summary:  "hand a job deferred without a host to the live host",
 		examples: []string{"layover adopt nightly-sync"},
 		exits:    []string{"0    adopted; prints the job's state", exitFailedJob, exitUsageLine, exitInternalLine},
+	},
+	"schedule": {
+		summary:  "add, list or remove the passes serve runs on a cron schedule, once across the fleet",
+		examples: []string{"layover schedule add triage --cron '*/15 * * * *' --quota github -- ./triage.sh", "layover schedule list"},
+		exits:    []string{"0    see each subcommand's help", "2    an unknown subcommand, or a usage error"},
+	},
+	"schedule add": {
+		summary:  "add a pass serve runs at each slot of a cron expression (in --tz, default UTC), once across the fleet",
+		examples: []string{"layover schedule add triage --cron '*/15 * * * *' --quota github -- ./triage.sh", "layover schedule add nightly --cron '0 3 * * *' --tz Europe/Berlin --missed skip -- ./sync.sh", "layover schedule add triage --replace --cron @hourly -- ./triage.sh"},
+		exits:    []string{"0    added; prints the next slot", "2    a bad cron expression or time zone, a name taken (without --replace), or a usage error; nothing stored", exitInternalLine},
+	},
+	"schedule list": {
+		summary:  "list the schedules with their next slot and their last slot's result",
+		examples: []string{"layover schedule list", "layover schedule list --json"},
+		exits:    []string{"0    shown", exitUsageLine, exitInternalLine},
+	},
+	"schedule remove": {
+		summary:  "remove a schedule and its slots",
+		examples: []string{"layover schedule remove triage"},
+		exits:    []string{"0    removed", "1    no schedule of that name", exitUsageLine, exitInternalLine},
 	},
 	"flow": {
 		summary:  "run a workflow file: a task graph that pauses on quota and resumes by run id",

@@ -166,6 +166,8 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger, notifier)
 	}()
 	defer func() { stopCoord(); <-coordDone }()
+	stopSchedules := o.startSchedules(ctx, env, st, target, h.ID(), logOut, logger)
+	defer stopSchedules()
 	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease.String(), "heartbeat", o.Heartbeat.String())
 	// The first SIGTERM or SIGINT drains the host (docs/lifecycle.md,
 	// Draining); a second one, or ctx ending, ends the drain at once.

@@ -45,11 +45,13 @@ type SubmitOptions struct {
 	Principal string
 	Agent     string
 	Cleanup   string
+	At        string // --at: an RFC 3339 time
+	In        string // --in: a duration from now
 }
 
 func runSubmit(ctx context.Context, env *Env, args []string) error {
 	var o SubmitOptions
-	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--cleanup-cmd ...] [--agent NAME] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--env NAME]... -- CMD [ARGS...]")
+	fs := newFlagSet("submit", "submit [--id ID] [--name N] [--quota ...] [--priority P] [--deadline D|TIME] [--resume-cmd ...] [--check-cmd ...] [--verify-cmd ...] [--plan-cmd ...] [--cleanup-cmd ...] [--agent NAME] [--require-fresh-approval] [--max-attempts N] [--progress-timeout D] [--at TIME|--in D] [--env NAME]... -- CMD [ARGS...]")
 	fs.StringVar(&o.ID, "id", "", "job id; the same id with the same spec is the same job (default a new id)")
 	fs.StringVar(&o.Name, "name", "", fmt.Sprintf("a name for people (at most %d bytes, printable)", job.MaxNameBytes))
 	fs.Var(&o.Quota, "quota", "quota the job draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
@@ -66,6 +68,8 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&o.Attempts, "max-attempts", host.DefaultMaxAttempts, "runs allowed for transient failures")
 	fs.durationVar(&o.Progress, "progress-timeout", 0, 0, host.MaxDeadline, "take the job back when no checkpoint comes for this long (0: off)")
 	fs.Var(&o.EnvNames, "env", "a variable the job needs from the host (`NAME`, repeatable; values are never stored)")
+	fs.StringVar(&o.At, "at", "", "start no sooner than this RFC 3339 time (the job waits ready until then)")
+	fs.StringVar(&o.In, "in", "", "start no sooner than this long from now (a duration: 90m, 2h)")
 	storeLoc := storeFlag(fs)
 	cmd, err := fs.parseWithCommand(env, args)
 	if err != nil {
@@ -77,6 +81,10 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	if errors.Is(err, job.ErrSecret) {
 		return usageErr("submit: %v (declare each variable with --env NAME)", err)
 	} else if err != nil {
+		return usageErr("submit: %v", err)
+	}
+	runAt, err := o.runAt(env.Clock.Now(), spec.Deadline)
+	if err != nil {
 		return usageErr("submit: %v", err)
 	}
 	id := o.ID
@@ -101,7 +109,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return internalErr("%v", err)
 	}
-	j, created, err := jobs.Submit(ctx, id, spec)
+	j, created, err := jobs.SubmitAt(ctx, id, spec, runAt)
 	if err != nil {
 		return jobError(err)
 	}
@@ -156,4 +164,39 @@ func (o *SubmitOptions) spec(now time.Time, known []string) (job.Spec, error) {
 		return job.Spec{}, err
 	}
 	return spec, nil
+}
+
+// runAt reads --at and --in: when the job may first start (zero: now). It
+// must be in the future and before the job's deadline.
+func (o *SubmitOptions) runAt(now, deadline time.Time) (time.Time, error) {
+	var at time.Time
+	switch {
+	case o.At != "" && o.In != "":
+		return time.Time{}, errors.New("--at and --in: give one")
+	case o.At != "":
+		t, err := time.Parse(time.RFC3339, o.At)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--at %q: want an RFC 3339 time (2026-12-02T15:04:05Z)", o.At)
+		}
+		if !t.After(now) {
+			return time.Time{}, fmt.Errorf("--at %s is in the past", o.At)
+		}
+		at = t
+	case o.In != "":
+		d, err := time.ParseDuration(o.In)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--in %q: want a duration (90m, 2h)", o.In)
+		}
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("--in %s is not in the future", o.In)
+		}
+		at = now.Add(d)
+	default:
+		return time.Time{}, nil
+	}
+	if !at.Before(deadline) {
+		return time.Time{}, fmt.Errorf("the start (%s) is not before the job's deadline (%s): give a later --deadline",
+			command.HumanTime(at), command.HumanTime(deadline))
+	}
+	return at, nil
 }

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/schedule"
+	"github.com/layoverhq/layover/store"
+)
+
+// startSchedules runs the store's schedules (docs/schedules.md) until the
+// returned stop is called: each slot this host claims runs its pass under
+// `layover pass`'s admission (command.AdmitPass) with serve's policy and
+// the schedule's own flags over it, its output to out (serve's masked log).
+func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.Store, target *command.GitHub,
+	hostID string, out io.Writer, logger *slog.Logger) (stop func()) {
+	pass := func(ctx context.Context, sc store.Schedule, slot time.Time) (store.SlotResult, string) {
+		policy, err := schedulePolicy(o.Policy, sc)
+		if err != nil {
+			return store.SlotFailed, err.Error()
+		}
+		var names command.QuotaNames
+		for _, q := range sc.Quota {
+			if err := names.Set(q); err != nil {
+				return store.SlotFailed, err.Error()
+			}
+		}
+		adm, err := command.AdmitPass(ctx, &command.PassConfig{Store: st, GitHub: target, Principal: o.Principal,
+			Getenv: env.Getenv, Quota: names, Policy: policy, Now: env.Clock.Now, Warn: out,
+			SkipScope: "schedule:" + sc.Name, LinePrefix: "schedule " + sc.Name + ": "})
+		if err != nil {
+			return store.SlotFailed, err.Error()
+		}
+		if !adm.Admit {
+			return store.SlotSkipped, adm.SkipLine
+		}
+		cfg := &command.Config{Command: sc.Argv, Stdout: out, Stderr: out,
+			Environ: append(slices.Clip(env.Environ), "LAYOVER_SCHEDULE="+sc.Name, "LAYOVER_SLOT="+slot.UTC().Format(time.RFC3339)),
+			Getenv:  env.Getenv, Clock: env.Clock, Rand: env.Rand, Hostname: env.Hostname}
+		code, err := command.Exec(ctx, cfg)
+		if err != nil {
+			return store.SlotFailed, err.Error()
+		}
+		return store.SlotRan, "exit " + strconv.Itoa(code)
+	}
+	r := schedule.New(schedule.Config{Store: st, Clock: env.Clock, HostID: hostID, Pass: pass, Logger: logger})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
