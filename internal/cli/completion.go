@@ -15,7 +15,11 @@ func commandGroups() map[string][]string {
 	for _, c := range flowCommands() {
 		flow = append(flow, c.name)
 	}
-	return map[string][]string{"flow": flow, "receipt": {"validate", "show"}}
+	var sched []string
+	for _, c := range scheduleCommands() {
+		sched = append(sched, c.name)
+	}
+	return map[string][]string{"flow": flow, "schedule": sched, "receipt": {"validate", "show"}}
 }
 
 // completionFlag is one flag as a completion offers it.
