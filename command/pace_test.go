@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/postgres"
 	"github.com/layoverhq/layover/store/postgres/pgtest"
+	"github.com/layoverhq/layover/store/sqlite"
 )
 
 // AdmitPass with Pace on an Anthropic key burning 1,000 tokens a minute
@@ -84,6 +86,44 @@ func TestAdmitPassPaces(t *testing.T) {
 			fake.Advance(19 * time.Minute)
 			if adm := admit(true); !adm.Admit {
 				t.Errorf("20 minutes on, no history in the last 15: %+v; want the plain rule to admit", adm)
+			}
+		})
+	}
+}
+
+// BenchmarkAdmitPass times the admission of a pass on one LLM key (the
+// ledger only, no network) on SQLite, with and without pacing, the key
+// holding a full history (512 observations, 10 s apart): what --pace adds.
+func BenchmarkAdmitPass(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "layover.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	const apiKey = "sk-ant-api03-bench-0123456789abcdef"
+	key := quota.Key{Host: "api.anthropic.com", Principal: quota.TokenPrincipal(apiKey), Resource: "tokens"}
+	for i := range 512 {
+		s := quota.State{Key: key, Limit: 1_000_000, Remaining: int64(900_000 - i), ResetAt: now.Add(time.Hour), ResetKnown: true,
+			ObservedAt: now.Add(-time.Duration(511-i) * 10 * time.Second), ObservedBy: "host-b", Source: quota.SourceHeaders}
+		if err := st.RecordStates(ctx, []quota.State{s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var names command.QuotaNames
+	if err := names.Set("anthropic:tokens"); err != nil {
+		b.Fatal(err)
+	}
+	for _, pace := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "pace"}[pace], func(b *testing.B) {
+			cfg := &command.PassConfig{Store: st, Quota: names, Policy: quota.DefaultPolicy(), Pace: pace,
+				Getenv: func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": apiKey}[k] },
+				Now:    func() time.Time { return now }}
+			for b.Loop() {
+				if adm, err := command.AdmitPass(ctx, cfg); err != nil || !adm.Admit {
+					b.Fatal(adm, err)
+				}
 			}
 		})
 	}

@@ -69,20 +69,38 @@ type Burn struct {
 // is never negative. It is Known only from MinBurnSamples samples spanning
 // at least MinBurnSpan.
 func BurnRate(samples []Sample, now time.Time) Burn {
-	pts := make([]Sample, 0, len(samples))
+	// Only the samples within BurnSpan of now are read, and the latest one
+	// before them, to tell whether the first of them starts a window.
+	cut := now.Add(-BurnSpan)
+	var before Sample
+	hasBefore := false
+	pts := make([]Sample, 1, 1+min(len(samples), 96)) // 15 min of 10 s buckets, and slack
 	for _, s := range samples {
-		if s.Remaining >= 0 && !s.At.After(now) {
+		switch {
+		case s.Remaining < 0 || s.At.After(now):
+		case s.At.Before(cut):
+			if !hasBefore || !s.At.Before(before.At) {
+				before, hasBefore = s, true
+			}
+		default:
 			pts = append(pts, s)
 		}
 	}
-	slices.SortStableFunc(pts, func(a, b Sample) int { return a.At.Compare(b.At) })
+	if hasBefore {
+		pts[0] = before
+	} else {
+		pts = pts[1:]
+	}
+	byTime := func(a, b Sample) int { return a.At.Compare(b.At) }
+	if !slices.IsSortedFunc(pts, byTime) {
+		slices.SortStableFunc(pts, byTime)
+	}
 	start := 0
 	for i := 1; i < len(pts); i++ {
 		if newWindow(pts[i-1], pts[i]) {
 			start = i
 		}
 	}
-	cut := now.Add(-BurnSpan)
 	win := pts[start:]
 	for len(win) > 0 && win[0].At.Before(cut) {
 		win = win[1:]

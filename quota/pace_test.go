@@ -247,3 +247,21 @@ func FuzzBurnRate(f *testing.F) {
 		})
 	})
 }
+
+// BenchmarkBurnRate reads the most history a key keeps: 512 samples,
+// 10 s apart, in the store's order.
+func BenchmarkBurnRate(b *testing.B) {
+	reset := paceNow.Add(20 * time.Minute)
+	samples := make([]quota.Sample, 512)
+	for i := range samples {
+		samples[i] = quota.Sample{At: paceNow.Add(-time.Duration(511-i) * 10 * time.Second), Remaining: int64(6000 - i), ResetAt: reset}
+	}
+	state := quota.State{Key: quota.Key{Resource: "core"}, Limit: 5000, Remaining: 5489, ResetAt: reset, ResetKnown: true, ObservedAt: paceNow}
+	p := quota.DefaultPolicy()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := p.PaceKey(state, samples, paceNow); !d.Burn.Known {
+			b.Fatal("no rate")
+		}
+	}
+}
