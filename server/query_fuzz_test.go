@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -73,6 +74,46 @@ func FuzzLoopbackHost(f *testing.F) {
 			name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
 			if name != "localhost" && name != "127.0.0.1" && name != "::1" {
 				t.Errorf("loopbackHost(%q) = true, naming %q", hostport, name)
+			}
+		})
+	})
+}
+
+// FuzzSameOrigin: no Origin, Host or Sec-Fetch-Site panics, and a login
+// it lets through names no other site: never Sec-Fetch-Site cross-site or
+// same-site, and an Origin other than "" or "null" has r's Host as host.
+func FuzzSameOrigin(f *testing.F) {
+	for _, s := range [][3]string{{"http://127.0.0.1:9464", "127.0.0.1:9464", "same-origin"}, {"null", "localhost", ""},
+		{"https://evil.example", "localhost", ""}, {"", "localhost", "cross-site"}, {"http://[::1]:80", "[::1]:80", ""},
+		{"http://user@localhost", "localhost", "none"}, {"%zz", "x", ""}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, origin, host, site string) {
+		fuzzbound.Run(t, func() {
+			if len(origin)+len(host)+len(site) > 4096 {
+				return
+			}
+			r := httptest.NewRequest("POST", "/login", nil)
+			r.Host = host
+			if origin != "" {
+				r.Header["Origin"] = []string{origin}
+			}
+			if site != "" {
+				r.Header["Sec-Fetch-Site"] = []string{site}
+			}
+			if !sameOrigin(r) {
+				return
+			}
+			if site == "cross-site" || site == "same-site" {
+				t.Errorf("Sec-Fetch-Site %q let through", site)
+			}
+			if origin == "null" && site == "" {
+				t.Error(`Origin "null" let through without Sec-Fetch-Site`)
+			}
+			if origin != "" && origin != "null" {
+				if u, err := url.Parse(origin); err != nil || !strings.EqualFold(u.Host, host) {
+					t.Errorf("Origin %q let through for Host %q", origin, host)
+				}
 			}
 		})
 	})
