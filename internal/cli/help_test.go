@@ -195,3 +195,22 @@ func TestBashCompletionCompletes(t *testing.T) {
 		}
 	}
 }
+
+// The fish completion offers the same, where fish is installed.
+func TestFishCompletionCompletes(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("fish not installed")
+	}
+	p := completionScript(t, "fish")
+	for _, c := range []struct{ line, want string }{
+		{"layover fl", "flow\t"},
+		{"layover flow run --ru", "--run-id\t"},
+		{"layover status --st", "--store\t"},
+	} {
+		out, err := exec.Command(fish, "--no-config", "-c", "source "+p+"; complete -C '"+c.line+"'").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), c.want) {
+			t.Errorf("%q: completed %q (%v); want %q first", c.line, out, err, c.want)
+		}
+	}
+}
