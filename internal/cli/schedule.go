@@ -71,15 +71,16 @@ func runScheduleAdd(ctx context.Context, env *Env, args []string) error {
 	var (
 		cron, tz, missed string
 		names            command.QuotaNames
-		replace          bool
+		replace, pace    bool
 		policy           = quota.DefaultPolicy()
 	)
-	fs := newFlagSet("schedule add", "schedule add NAME --cron EXPR [--tz ZONE] [--quota PROVIDER[:RESOURCE]]... [policy flags] [--missed run|skip] [--replace] -- CMD [ARGS...]")
+	fs := newFlagSet("schedule add", "schedule add NAME --cron EXPR [--tz ZONE] [--quota PROVIDER[:RESOURCE]]... [--pace] [policy flags] [--missed run|skip] [--replace] -- CMD [ARGS...]")
 	fs.StringVar(&cron, "cron", "", "when: five fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @every 30m…")
 	fs.StringVar(&tz, "tz", "UTC", "the IANA time zone the expression is read in")
 	fs.Var(&names, "quota", "quota the pass draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable (default github: core and graphql)")
 	policyFlags(fs, &policy)
 	fs.StringVar(&missed, "missed", "run", "a slot no host was up for: run (once, the latest only) or skip")
+	fs.BoolVar(&pace, "pace", false, "also skip a slot when the quota's recent burn would reach the reserve before the reset (as pass --pace; docs/pacing.md)")
 	fs.BoolVar(&replace, "replace", false, "replace a schedule of the same name")
 	storeLoc := storeFlag(fs)
 	i := indexOf(args, "--")
@@ -131,6 +132,9 @@ func runScheduleAdd(ctx context.Context, env *Env, args []string) error {
 			overrides[f.Name] = strings.Split(f.Value.String(), ",")
 		}
 	})
+	if pace {
+		overrides[paceKey] = []string{"true"}
+	}
 	b, _ := json.Marshal(overrides) // a map of strings always marshals
 	sc.Policy = string(b)
 	// The store keeps and shows the command: no secret in it (docs/secrets.md).
@@ -164,30 +168,38 @@ var policyFlagNames = func() []string {
 
 func isPolicyFlag(name string) bool { return slices.Contains(policyFlagNames, name) }
 
+// paceKey is --pace in a schedule's policy overrides.
+const paceKey = "pace"
+
 // schedulePolicy is base (serve's policy) with a schedule's policy flags
-// applied over it, as `layover pass` would read them.
-func schedulePolicy(base quota.Policy, sc store.Schedule) (quota.Policy, error) {
+// applied over it, as `layover pass` would read them, and whether the
+// schedule paces its passes (--pace).
+func schedulePolicy(base quota.Policy, sc store.Schedule) (p quota.Policy, pace bool, err error) {
 	var overrides map[string][]string
 	if err := json.Unmarshal([]byte(sc.PolicyJSON()), &overrides); err != nil {
-		return base, fmt.Errorf("policy: %v", err)
+		return base, false, fmt.Errorf("policy: %v", err)
 	}
-	p := base
+	p = base
 	fs := newFlagSet("", "")
 	policyFlags(fs, &p)
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		if name == paceKey {
+			pace = slices.Equal(overrides[name], []string{"true"})
+			continue
+		}
 		if !isPolicyFlag(name) {
-			return base, fmt.Errorf("policy: unknown flag %q", name)
+			return base, false, fmt.Errorf("policy: unknown flag %q", name)
 		}
 		if name == "reserve" {
 			p.Reserve = quota.Reserve{} // the schedule's replaces serve's
 		}
 		for _, v := range overrides[name] {
 			if err := fs.Set(name, v); err != nil {
-				return base, fmt.Errorf("policy: --%s: %v", name, err)
+				return base, false, fmt.Errorf("policy: --%s: %v", name, err)
 			}
 		}
 	}
-	return p, p.Validate()
+	return p, pace, p.Validate()
 }
 
 // scheduleView is one schedule as schedule list --json prints it.

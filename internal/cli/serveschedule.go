@@ -20,7 +20,7 @@ import (
 func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.Store, target *command.GitHub,
 	hostID string, out io.Writer, logger *slog.Logger) (stop func()) {
 	pass := func(ctx context.Context, sc store.Schedule, slot time.Time) (store.SlotResult, string) {
-		policy, err := schedulePolicy(o.Policy, sc)
+		policy, pace, err := schedulePolicy(o.Policy, sc)
 		if err != nil {
 			return store.SlotFailed, err.Error()
 		}
@@ -32,7 +32,7 @@ func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.St
 		}
 		adm, err := command.AdmitPass(ctx, &command.PassConfig{Store: st, GitHub: target, Principal: o.Principal,
 			Getenv: env.Getenv, Quota: names, Policy: policy, Now: env.Clock.Now, Warn: out,
-			SkipScope: "schedule:" + sc.Name, LinePrefix: "schedule " + sc.Name + ": "})
+			Pace: pace, SkipScope: "schedule:" + sc.Name, LinePrefix: "schedule " + sc.Name + ": "})
 		if err != nil {
 			return store.SlotFailed, err.Error()
 		}
