@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/layoverhq/layover/internal/view"
 )
@@ -144,6 +145,56 @@ func (s *Server) apiHosts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, 200, view.Hosts(hs, s.cfg.Clock.Now()))
+}
+
+// apiSchedule is one schedule as /api/v1/schedules gives it (the shape of
+// layover schedule list --json).
+type apiSchedule struct {
+	Name     string   `json:"name"`
+	Cron     string   `json:"cron"`
+	TZ       string   `json:"tz"`
+	Command  []string `json:"command"`
+	Quota    []string `json:"quota"`
+	NextSlot *string  `json:"next_slot"`
+	LastSlot *apiSlot `json:"last_slot"`
+	Error    string   `json:"error,omitempty"`
+}
+
+type apiSlot struct {
+	At     string `json:"at"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+	Late   bool   `json:"late"`
+	Host   string `json:"host"`
+}
+
+// apiSchedules is [apiSchedule], ordered by name.
+func (s *Server) apiSchedules(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.schedules(r.Context(), s.cfg.Clock.Now())
+	if err != nil {
+		s.apiStoreFailed(w, r, err)
+		return
+	}
+	out := []apiSchedule{}
+	for _, row := range rows {
+		a := apiSchedule{Name: row.Name, Cron: row.Cron, TZ: row.TZ, Command: row.Argv, Quota: row.Quota, Error: row.Error}
+		if a.Command == nil {
+			a.Command = []string{}
+		}
+		if a.Quota == nil {
+			a.Quota = []string{}
+		}
+		if !row.Next.IsZero() {
+			next := row.Next.UTC().Format(time.RFC3339)
+			a.NextSlot = &next
+		}
+		if row.HasLast {
+			a.LastSlot = &apiSlot{At: row.Last.At.UTC().Format(time.RFC3339), Result: string(row.Last.Result),
+				Detail: row.Last.Detail, Late: row.Last.Late, Host: row.Last.HostID}
+		}
+		out = append(out, a)
+	}
+	s.writeJSON(w, 200, out)
 }
 
 // bearer is the token of an "Authorization: Bearer T" header, ok false

@@ -12,6 +12,7 @@ import (
 	"github.com/layoverhq/layover/internal/view"
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/schedule"
 	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/workflow/record"
 )
@@ -244,4 +245,33 @@ func status(err error) int {
 		return 409
 	}
 	return 500
+}
+
+// scheduleRow is a schedule with its next slot and its last claimed one.
+type scheduleRow struct {
+	store.Schedule
+	Next    time.Time // zero: none comes, or the expression cannot be read (Error)
+	Error   string
+	Last    store.Slot
+	HasLast bool
+}
+
+func (s *Server) schedules(ctx context.Context, now time.Time) ([]scheduleRow, error) {
+	scheds, err := s.cfg.Store.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]scheduleRow, len(scheds))
+	for i, sc := range scheds {
+		rows[i].Schedule = sc
+		if e, err := schedule.Parse(sc.Cron, sc.TZ); err != nil {
+			rows[i].Error = err.Error()
+		} else {
+			rows[i].Next = e.Next(now)
+		}
+		if rows[i].Last, rows[i].HasLast, err = s.cfg.Store.LastSlot(ctx, sc.Name); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
 }

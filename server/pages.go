@@ -31,7 +31,7 @@ const maxCell = 200
 // maxReceipt bounds a receipt's JSON shown on a job's page, in bytes.
 const maxReceipt = 4000
 
-var pageNames = []string{"quotas", "waits", "jobs", "job", "runs", "run", "hosts", "login", "error"}
+var pageNames = []string{"quotas", "waits", "jobs", "job", "runs", "run", "hosts", "schedules", "login", "error"}
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
@@ -252,6 +252,15 @@ func (s *Server) hostsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, 200, "hosts", "Hosts", rows)
+}
+
+func (s *Server) schedulesPage(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.schedules(r.Context(), s.cfg.Clock.Now())
+	if err != nil {
+		s.storeFailed(w, r, err)
+		return
+	}
+	s.render(w, r, 200, "schedules", "Schedules", rows)
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
