@@ -53,6 +53,15 @@ type Runner struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	invalid map[string]string // schedule name -> the expression already logged as unreadable
+	stopped bool              // StopClaiming was called
+}
+
+// StopClaiming makes the runner claim no slot from now on (serve's drain);
+// passes already started go on.
+func (r *Runner) StopClaiming() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 }
 
 // New returns a Runner.
@@ -93,6 +102,12 @@ func (r *Runner) Run(ctx context.Context) {
 // pass (in its own goroutine, under ctx); it returns the earliest slot to
 // come (zero: none).
 func (r *Runner) Tick(ctx context.Context) time.Time {
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return time.Time{}
+	}
 	scheds, err := r.cfg.Store.Schedules(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

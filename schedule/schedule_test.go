@@ -296,3 +296,18 @@ func TestRunWakesAtTheNextSlot(t *testing.T) {
 		t.Errorf("then sleeps until %v; want 10:05", at)
 	}
 }
+
+// A runner told to stop claiming (serve's drain) claims no more slots.
+func TestStopClaiming(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.add(t, store.Schedule{Name: "sync", Cron: "* * * * *", Argv: []string{"true"}})
+	r := w.runner("a")
+	r.StopClaiming()
+	w.clk.Set(t0.Add(30 * time.Second))
+	r.Tick(t.Context())
+	r.Wait()
+	if _, ok, _ := w.st.LastSlot(t.Context(), "sync"); ok || len(w.ranSlots()) != 0 {
+		t.Errorf("a stopped runner claimed a slot (ran %v)", w.ranSlots())
+	}
+}

@@ -166,7 +166,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 		coordinate(coordCtx, env, st, h, sub, o.Heartbeat, logger, notifier)
 	}()
 	defer func() { stopCoord(); <-coordDone }()
-	stopSchedules := o.startSchedules(ctx, env, st, target, h.ID(), logOut, logger)
+	stopClaimingSlots, stopSchedules := o.startSchedules(ctx, env, st, target, h.ID(), logOut, logger)
 	defer stopSchedules()
 	logger.Info("layover serve started", "host", h.ID(), "lease", o.Lease.String(), "heartbeat", o.Heartbeat.String())
 	// The first SIGTERM or SIGINT drains the host (docs/lifecycle.md,
@@ -184,6 +184,7 @@ func (o *ServeOptions) run(ctx context.Context, env *Env) error {
 				stopDrain()
 			default:
 				logger.Info("stopping", "signal", fmt.Sprint(sig))
+				stopClaimingSlots()
 				drained = make(chan struct{})
 				go func() { defer close(drained); h.Drain(drainCtx, o.DrainTimeout) }()
 			}

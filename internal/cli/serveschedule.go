@@ -17,8 +17,10 @@ import (
 // returned stop is called: each slot this host claims runs its pass under
 // `layover pass`'s admission (command.AdmitPass) with serve's policy and
 // the schedule's own flags over it, its output to out (serve's masked log).
+// stopClaiming ends the claims (a drain); stop also ends the passes under
+// way and waits for them.
 func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.Store, target *command.GitHub,
-	hostID string, out io.Writer, logger *slog.Logger) (stop func()) {
+	hostID string, out io.Writer, logger *slog.Logger) (stopClaiming, stop func()) {
 	pass := func(ctx context.Context, sc store.Schedule, slot time.Time) (store.SlotResult, string) {
 		policy, pace, err := schedulePolicy(o.Policy, sc)
 		if err != nil {
@@ -52,5 +54,5 @@ func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.St
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
-	return func() { cancel(); <-done }
+	return r.StopClaiming, func() { cancel(); <-done }
 }
