@@ -122,6 +122,10 @@ type Store interface {
 	SubmitJob(ctx context.Context, j job.Job, rc *job.Receipt, now time.Time) (stored job.Job, created bool, err error)
 	// Job returns one job, or job.ErrNotFound.
 	Job(ctx context.Context, id string) (job.Job, error)
+	// JobsByID returns the jobs of ids that exist, keyed by id, read in one
+	// statement (one snapshot); an id without a job is left out (no
+	// error), an id given twice is read once. No ids reads nothing.
+	JobsByID(ctx context.Context, ids []string) (map[string]job.Job, error)
 	// ListJobs returns the jobs in state (all when state is ""), oldest first.
 	ListJobs(ctx context.Context, state job.State) ([]job.Job, error)
 	// JobHistory returns a job's attempts, transitions, receipts and

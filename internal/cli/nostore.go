@@ -48,6 +48,9 @@ func (noStore) SubmitJob(context.Context, job.Job, *job.Receipt, time.Time) (job
 	return job.Job{}, false, errNoStore
 }
 func (noStore) Job(context.Context, string) (job.Job, error) { return job.Job{}, job.ErrNotFound }
+func (noStore) JobsByID(context.Context, []string) (map[string]job.Job, error) {
+	return map[string]job.Job{}, nil
+}
 func (noStore) ListJobs(context.Context, job.State) ([]job.Job, error) {
 	return nil, nil
 }

@@ -70,6 +70,8 @@ const (
 
 var (
 	selectJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
+	// selectJobsByID reads the jobs whose ids the array $1 holds.
+	selectJobsByID = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ANY($1::text[])`
 	// claimJobs takes up to $4 due jobs with no live lease, in claim order
 	// (highest priority, then earliest run_at, oldest, id), skipping the
 	// rows other transactions hold; each claim bumps the fence. Unclaimed
@@ -300,6 +302,22 @@ func (s *Store) Job(ctx context.Context, id string) (job.Job, error) {
 		return job.Job{}, wrapErr("job "+id, notFound(err))
 	}
 	return j, nil
+}
+
+// JobsByID implements store.Store.
+func (s *Store) JobsByID(ctx context.Context, ids []string) (map[string]job.Job, error) {
+	out := make(map[string]job.Job, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	jobs, err := collectJobs(s.pool.Query(ctx, selectJobsByID, ids))
+	if err != nil {
+		return nil, wrapErr("jobs by id", err)
+	}
+	for _, j := range jobs {
+		out[j.ID] = j
+	}
+	return out, nil
 }
 
 // ListJobs implements store.Store.

@@ -70,6 +70,7 @@ func RunJobs(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"SubmitJob", testSubmitJob},
 		{"Job", testJob},
+		{"JobsByID", testJobsByID},
 		{"ListAndCount", testListAndCount},
 		{"Lifecycle", testLifecycle},
 		{"ApplyJob", testApplyJob},
