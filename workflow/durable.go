@@ -222,6 +222,9 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 	if p.budget <= 0 {
 		p.budget = DefaultBudgetRuns
 	}
+	if err := c.readJobs(ctx, p, recs); err != nil {
+		return err
+	}
 	for _, t := range def.Order() {
 		rt := byName[t.Name]
 		if rt == nil {
@@ -265,6 +268,60 @@ type pass struct {
 	targets []*record.Task
 	moved   map[*record.Task]int
 	after   []func() error
+
+	// jobs are the jobs of the tasks syncTask follows, read together at
+	// the start of the pass (readJobs), by id; asked are the ids read, so
+	// an id asked and absent has no job. Nil when the store reads one job
+	// at a time.
+	jobs  map[string]job.Job
+	asked map[string]bool
+}
+
+// jobsReader is a store that reads many jobs in one statement; every
+// store.Store is.
+type jobsReader interface {
+	JobsByID(ctx context.Context, ids []string) (map[string]job.Job, error)
+}
+
+// readJobs reads, in one call when the store can, the job of every task
+// of recs that syncTask reads a job for: each that has a job and is
+// neither ended nor stopped. A task's job is read before the pass moves
+// any task, as syncTask would read it at the task's turn: in a pass, only
+// a task's own turn submits or cancels its job.
+func (c *Coordinator) readJobs(ctx context.Context, p *pass, recs []record.Task) error {
+	r, ok := c.Store.(jobsReader)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for i := range recs {
+		if rt := &recs[i]; rt.JobID != "" && !rt.State.Terminal() && !stopped(rt) {
+			ids = append(ids, rt.JobID)
+		}
+	}
+	jobs, err := r.JobsByID(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("workflow: run %s: read its jobs: %w", p.run.ID, err)
+	}
+	p.jobs, p.asked = jobs, make(map[string]bool, len(ids))
+	for _, id := range ids {
+		p.asked[id] = true
+	}
+	return nil
+}
+
+// job is the job id as the pass read it (readJobs), or as the store holds
+// it now for an id the pass did not read: job.ErrNotFound when it has
+// none.
+func (c *Coordinator) job(ctx context.Context, p *pass, id string) (job.Job, error) {
+	if !p.asked[id] {
+		return c.Store.Job(ctx, id)
+	}
+	j, ok := p.jobs[id]
+	if !ok {
+		return job.Job{}, job.ErrNotFound
+	}
+	return j, nil
 }
 
 // then does f once the pass's moves so far are written.
@@ -398,7 +455,7 @@ func (c *Coordinator) syncTask(ctx context.Context, p *pass, t Task, rt *record.
 		}
 		return c.release(ctx, p, t, rt, firstCandidate(t), r.ID+"."+t.Name, "released: its needs are complete")
 	}
-	j, err := c.Store.Job(ctx, rt.JobID)
+	j, err := c.job(ctx, p, rt.JobID)
 	if errors.Is(err, job.ErrNotFound) {
 		// Recorded, then the process ended before it submitted: submit it
 		// now (the same id and spec).
