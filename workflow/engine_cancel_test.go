@@ -44,8 +44,8 @@ func TestCancelStopsARunningStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-stoppedBy:
-			t.Fatal("the attempt was stopped before the run's renewal read the cancel")
+		case err := <-stoppedBy:
+			t.Fatalf("the attempt was stopped (%v) before the run's renewal read the cancel", err)
 		default:
 		}
 		clk.Advance(workflow.RenewEvery)
