@@ -113,6 +113,7 @@ func commands() []subcommand {
 		{"adopt", runAdopt},
 		{"flow", runFlow},
 		{"checkpoint", runCheckpoint},
+		{"sim", runSim},
 		{"demo", runDemo},
 		{"version", runVersion},
 		{"completion", runCompletion},

@@ -19,7 +19,11 @@ func commandGroups() map[string][]string {
 	for _, c := range scheduleCommands() {
 		sched = append(sched, c.name)
 	}
-	return map[string][]string{"flow": flow, "schedule": sched, "receipt": {"validate", "show"}}
+	var sims []string
+	for _, c := range simCommands() {
+		sims = append(sims, c.name)
+	}
+	return map[string][]string{"flow": flow, "schedule": sched, "receipt": {"validate", "show"}, "sim": sims}
 }
 
 // completionFlag is one flag as a completion offers it.

@@ -163,6 +163,16 @@ var helpTable = map[string]helpEntry{
 		examples: []string{"layover checkpoint --stage tests-pass", "layover checkpoint --stage uploaded --data '{\"files\":12}'"},
 		exits:    []string{"0    recorded", "1    not inside a job or task, or its attempt is no longer current", exitUsageLine, exitInternalLine},
 	},
+	"sim": {
+		summary:  "simulate layover on a virtual clock, through the real host, with fake providers",
+		examples: []string{"layover sim lanes --resource 1000 --auth 1000 --seed 1"},
+		exits:    []string{"0    see each subcommand's help", "2    an unknown subcommand, or a usage error"},
+	},
+	"sim lanes": {
+		summary:  "run WAIT_RESOURCE and WAIT_AUTH lanes through the real host: each waits, resumes, is reconciled and verified",
+		examples: []string{"layover sim lanes --resource 1000 --auth 1000", "layover sim lanes --resource 50 --auth 50 --seed 7 --store memory"},
+		exits:    []string{"0    every lane complete, no invariant broken", "1    a lane ended in the wrong state or broke an invariant (run twice, an auth lane ended by a quota reset, a resource lane ended by new credentials)", exitUsageLine, "125  the harness could not run: its store, or the --budget passed"},
+	},
 	"demo": {
 		summary:  "show layover against an embedded fake GitHub in under a minute",
 		examples: []string{"layover demo", "layover demo --window 30s"},

@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Fifty lanes of each kind wait, resume, reconcile and complete on the
+// real host, each run exactly twice, with no call leaving the process.
+func TestLanesEndCompleteWithNoInvariantBroken(t *testing.T) {
+	for _, kind := range []string{StoreSQLite, StoreMemory} {
+		t.Run(kind, func(t *testing.T) {
+			rep, err := Lanes(t.Context(), LanesConfig{Resource: 50, Auth: 50, Seed: 7, Store: kind, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := rep.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			t.Log(out.String())
+			if !rep.OK() || rep.Resumes != 100 || rep.Attempts != 200 || rep.Checks != 100 || rep.ProviderCalls != 0 {
+				t.Fatalf("report:\n%s", out.String())
+			}
+			for _, want := range []string{"resumes: 100\n", "provider calls: 0\n", "provider tokens: 0\n", "lanes in the wrong state: 0\n"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
+// One seed gives the same figures every run.
+func TestLanesAreDeterministicWithASeed(t *testing.T) {
+	run := func(seed uint64) LanesReport {
+		rep, err := Lanes(t.Context(), LanesConfig{Resource: 20, Auth: 20, Seed: seed, Dir: t.TempDir(), Budget: 8 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Wall time, and so how often the driver found the host still,
+		// is the machine's.
+		rep.Wall, rep.Steps = 0, 0
+		return rep
+	}
+	a, b, c := run(3), run(3), run(4)
+	if a.Virtual != b.Virtual || a.FakeCalls != b.FakeCalls || a.Resumes != b.Resumes || a.Checks != b.Checks {
+		t.Fatalf("seed 3 twice: %+v and %+v", a, b)
+	}
+	if a.Virtual == c.Virtual && a.FakeCalls == c.FakeCalls {
+		t.Errorf("seeds 3 and 4 gave the same run: %+v", c)
+	}
+}
+
+// An auth lane whose credentials check passes before they work resumes
+// early: the harness says which lanes and why, and the run is not OK.
+func TestLanesReportAnAuthLaneEndedEarly(t *testing.T) {
+	rep, err := Lanes(t.Context(), LanesConfig{Resource: 5, Auth: 5, Seed: 1, Dir: t.TempDir(), fault: faultEarlyCredentials})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() {
+		t.Fatalf("early credentials went unnoticed: %+v", rep)
+	}
+	auth := 0
+	for _, v := range rep.Violations {
+		if v.Kind != AuthByReset {
+			t.Errorf("unexpected violation %s", v)
+		}
+		auth++
+	}
+	if auth < 5 { // each of the 5 auth lanes, by the runner and by its history
+		t.Errorf("%d auth lanes flagged, want all 5: %v", auth, rep.Violations)
+	}
+}
+
+// A lane run a third time (its second attempt failed and the host
+// retried) breaks its script.
+func TestLanesReportALaneRunTwice(t *testing.T) {
+	rep, err := Lanes(t.Context(), LanesConfig{Resource: 3, Auth: 3, Seed: 1, Dir: t.TempDir(), fault: faultFlakySecondRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := map[string]bool{}
+	for _, v := range rep.Violations {
+		if v.Kind == RunTwice {
+			twice[v.Lane] = true
+		}
+	}
+	if len(twice) != 6 || rep.OK() {
+		t.Fatalf("lanes run twice: %v; report %+v", twice, rep)
+	}
+}
