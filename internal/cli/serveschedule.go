@@ -32,7 +32,11 @@ func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.St
 				return store.SlotFailed, err.Error()
 			}
 		}
-		adm, err := command.AdmitPass(ctx, &command.PassConfig{Store: st, GitHub: target, Principal: o.Principal,
+		// Each pass learns a login on a copy of serve's target: AdmitPass
+		// may change its Principal, and passes run beside each other and
+		// beside the jobs that read the target.
+		own := *target
+		adm, err := command.AdmitPass(ctx, &command.PassConfig{Store: st, GitHub: &own, Principal: o.Principal,
 			Getenv: env.Getenv, Quota: names, Policy: policy, Now: env.Clock.Now, Warn: out,
 			Pace: pace, SkipScope: "schedule:" + sc.Name, LinePrefix: "schedule " + sc.Name + ": "})
 		if err != nil {
