@@ -121,7 +121,7 @@ type LanesReport struct {
 	// Violations lists every invariant broken, sorted by lane.
 	Violations []Violation
 	// Virtual is the simulated time from the first submission to the last
-	// lane's end; Wall the real time of the whole run, store and
+	// lane's last transition; Wall the real time of the whole run, store and
 	// verification included; Steps the clock moves.
 	Virtual, Wall time.Duration
 	Steps         int
@@ -371,11 +371,10 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 		}
 	}
 	d := driver{st: st, clk: clk, h: h, sub: sub, total: len(plan), deadline: began.Add(cfg.Budget)}
-	end, err := d.run(ctx)
-	if err != nil {
+	if err := d.run(ctx); err != nil {
 		return rep, err
 	}
-	rep.Steps, rep.Virtual = d.steps, end.Sub(lanesStart)
+	rep.Steps = d.steps
 	if err := verifyLanes(ctx, st, plan, &rep); err != nil {
 		return rep, err
 	}
@@ -431,8 +430,6 @@ type driver struct {
 	total    int
 	deadline time.Time
 	steps    int
-	// lastEnd is the latest transition to an end state seen.
-	lastEnd time.Time
 }
 
 // The sim host's leases last host.MaxLease, renewed every laneHeartbeat,
@@ -459,19 +456,19 @@ const pollEvery = 20 * time.Millisecond
 // errBudget is a run that did not end within its wall-time budget.
 var errBudget = errors.New("the lanes did not end within the time budget")
 
-func (d *driver) run(ctx context.Context) (time.Time, error) {
+func (d *driver) run(ctx context.Context) error {
 	for {
 		ended, next, err := d.waitStill(ctx)
 		if err != nil {
-			return d.lastEnd, err
+			return err
 		}
 		if ended == d.total {
-			return d.lastEnd, nil
+			return nil
 		}
 		now := d.clk.Now()
 		if next.IsZero() || next.Sub(lanesStart) > maxVirtual {
 			// Nothing will ever move the rest: they count as wrong.
-			return d.lastEnd, nil
+			return nil
 		}
 		if next.Before(now.Add(minStep)) {
 			next = now.Add(minStep)
@@ -550,11 +547,10 @@ func (d *driver) awaitQuiet(ctx context.Context) error {
 			pause = time.After(quiet)
 		}
 		select {
-		case ev, ok := <-d.sub.C():
+		case _, ok := <-d.sub.C():
 			if !ok {
 				return errors.New("the host stopped")
 			}
-			d.note(ev)
 			got = true
 		case <-pause:
 			return nil
@@ -573,12 +569,6 @@ func (d *driver) awaitQuiet(ctx context.Context) error {
 	}
 }
 
-func (d *driver) note(ev host.Event) {
-	if ev.To.Terminal() && ev.At.After(d.lastEnd) {
-		d.lastEnd = ev.At
-	}
-}
-
 // verifyLanes reads every lane's job and history back from the store and
 // checks each against its script.
 func verifyLanes(ctx context.Context, st store.Store, plan []*lane, rep *LanesReport) error {
@@ -592,6 +582,9 @@ func verifyLanes(ctx context.Context, st store.Store, plan []*lane, rep *LanesRe
 			return err
 		}
 		rep.Attempts += int(l.runs.Load())
+		if n := len(hist.Transitions); n > 0 {
+			rep.Virtual = max(rep.Virtual, hist.Transitions[n-1].At.Sub(lanesStart))
+		}
 		rep.Checks += len(hist.Checks)
 		if j.State != job.Complete {
 			rep.WrongState++
