@@ -214,7 +214,7 @@ func Pace(s State, samples []Sample, p Policy, now time.Time) (admit bool, reaso
 // admitted by the plain rule alone.
 func (p Policy) PaceKey(s State, samples []Sample, now time.Time) Pacing {
 	reserve := p.Reserve.For(s.Resource, s.Limit)
-	d := Pacing{Admit: true, State: s, Reserve: reserve, Burn: BurnRate(samples, now)}
+	d := Pacing{Admit: true, State: s, Reserve: reserve, Burn: BurnRate(withState(samples, s, now), now)}
 	if b, ok := p.Blocks(s, now); ok && b.Holds(Scheduled) {
 		d.Admit, d.Block, d.Reserve = false, &b, b.Reserve
 		return d
@@ -227,6 +227,27 @@ func (p Policy) PaceKey(s State, samples []Sample, now time.Time) Pacing {
 		d.Admit, d.ReservedAt = false, at
 	}
 	return d
+}
+
+// withState returns samples with s itself among them (at its observation
+// time, never after now), so that a state from a newer window than the
+// history (a reset another host saw first) starts its own window rather
+// than being judged by the old one's burn. A sample already holding s's
+// observation is not repeated.
+func withState(samples []Sample, s State, now time.Time) []Sample {
+	if s.ObservedAt.IsZero() || s.Remaining < 0 {
+		return samples
+	}
+	at := s.ObservedAt
+	if at.After(now) {
+		at = now
+	}
+	for _, x := range samples {
+		if x.At.Equal(at) && x.Remaining == s.Remaining {
+			return samples
+		}
+	}
+	return append(slices.Clip(samples), Sample{At: at, Remaining: s.Remaining, ResetAt: s.ResetAt})
 }
 
 // PaceAll paces every state of a pass (states of other keys must not be

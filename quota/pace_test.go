@@ -168,6 +168,11 @@ func TestPaceRule(t *testing.T) {
 		{"a fast burn before a reset in the history", state(4990, 60*time.Minute),
 			append(series(paceNow.Add(-3*time.Minute), paceNow.Add(-2*time.Minute), 2000, 1000, 600),
 				series(paceNow, paceNow.Add(60*time.Minute), 5000, 4990)...), true, true, ""},
+		// Only the old window's history is left (another host's newer
+		// observations, stamped after now, are not read), but the state is
+		// of the new window: it starts its own, too short for a rate.
+		{"a state newer than its history's window", state(4990, 60*time.Minute),
+			series(paceNow.Add(-time.Minute), paceNow.Add(-30*time.Second), 1400, 1000, 600), true, true, ""},
 		{"an expired state: admit", state(1500, -time.Second), burn(1500, -time.Second), true, false, ""},
 	}
 	for _, tt := range tests {
