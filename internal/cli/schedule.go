@@ -173,18 +173,18 @@ const paceKey = "pace"
 
 // schedulePolicy is base (serve's policy) with a schedule's policy flags
 // applied over it, as `layover pass` would read them, and whether the
-// schedule paces its passes (--pace).
-func schedulePolicy(base quota.Policy, sc store.Schedule) (p quota.Policy, pace bool, err error) {
+// schedule paces its passes: its own --pace, or basePace (serve --pace).
+func schedulePolicy(base quota.Policy, basePace bool, sc store.Schedule) (p quota.Policy, pace bool, err error) {
 	var overrides map[string][]string
 	if err := json.Unmarshal([]byte(sc.PolicyJSON()), &overrides); err != nil {
 		return base, false, fmt.Errorf("policy: %v", err)
 	}
-	p = base
+	p, pace = base, basePace
 	fs := newFlagSet("", "")
 	policyFlags(fs, &p)
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
 		if name == paceKey {
-			pace = slices.Equal(overrides[name], []string{"true"})
+			pace = pace || slices.Equal(overrides[name], []string{"true"})
 			continue
 		}
 		if !isPolicyFlag(name) {

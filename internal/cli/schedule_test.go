@@ -16,7 +16,7 @@ func TestSchedulePolicyOverServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	base.ResetMargin = 7 * time.Second
-	p, pace, err := schedulePolicy(base, store.Schedule{Policy: `{"reserve":["50","core=10"],"jitter":["3s"],"pace":["true"]}`})
+	p, pace, err := schedulePolicy(base, false, store.Schedule{Policy: `{"reserve":["50","core=10"],"jitter":["3s"],"pace":["true"]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +26,15 @@ func TestSchedulePolicyOverServes(t *testing.T) {
 	if p.Jitter != 3*time.Second || p.ResetMargin != 7*time.Second || !pace {
 		t.Errorf("jitter %v reset-margin %v pace %v; want 3s, serve's 7s, true", p.Jitter, p.ResetMargin, pace)
 	}
-	p, pace, err = schedulePolicy(base, store.Schedule{})
+	p, pace, err = schedulePolicy(base, false, store.Schedule{})
 	if err != nil || p.Reserve.String() != "graphql=900" || pace {
 		t.Errorf("no overrides: reserve %q pace %v err %v; want serve's policy", p.Reserve.String(), pace, err)
 	}
-	if _, _, err := schedulePolicy(base, store.Schedule{Policy: `{"token":["x"]}`}); err == nil {
+	// serve --pace (or pace = true in its config) paces every schedule.
+	if _, pace, err := schedulePolicy(base, true, store.Schedule{}); err != nil || !pace {
+		t.Errorf("serve --pace: pace %v err %v; want the schedule paced", pace, err)
+	}
+	if _, _, err := schedulePolicy(base, false, store.Schedule{Policy: `{"token":["x"]}`}); err == nil {
 		t.Error("an unknown flag in the stored policy was applied")
 	}
 }

@@ -26,6 +26,8 @@ type ServeOptions struct {
 	Heartbeat   time.Duration
 	ResumeRate  float64
 	Concurrency int
+	// Pace paces every schedule's passes, as each schedule's own --pace.
+	Pace        bool
 	AuthRecheck time.Duration
 	Backoff     time.Duration
 	Notify      stringList // --notify targets: URL or slack:URL
@@ -48,6 +50,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.durationVar(&opts.Heartbeat, "heartbeat", host.DefaultHeartbeat, 100*time.Millisecond, host.MaxLease, "how often leases and liveness are renewed (shorter than --lease)")
 	fs.Float64Var(&opts.ResumeRate, "resume-rate", host.DefaultResumeRate, "resumes per second per quota key after a reset")
 	fs.IntVar(&opts.Concurrency, "concurrency", host.DefaultConcurrency, "jobs running at once")
+	fs.BoolVar(&opts.Pace, "pace", false, "pace every schedule's passes, as schedule add --pace does for one (docs/pacing.md)")
 	fs.durationVar(&opts.Backoff, "retry-backoff", host.DefaultBackoff, time.Millisecond, host.MaxBackoff,
 		"wait before a job runs again after a transient failure, doubled for each one after it")
 	fs.durationVar(&opts.AuthRecheck, "auth-recheck", host.DefaultAuthRecheck, time.Second, host.MaxAuthRecheck,

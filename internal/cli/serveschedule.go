@@ -22,7 +22,7 @@ import (
 func (o *ServeOptions) startSchedules(ctx context.Context, env *Env, st store.Store, target *command.GitHub,
 	hostID string, out io.Writer, logger *slog.Logger) (stopClaiming, stop func()) {
 	pass := func(ctx context.Context, sc store.Schedule, slot time.Time) (store.SlotResult, string) {
-		policy, pace, err := schedulePolicy(o.Policy, sc)
+		policy, pace, err := schedulePolicy(o.Policy, o.Pace, sc)
 		if err != nil {
 			return store.SlotFailed, err.Error()
 		}
