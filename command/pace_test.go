@@ -87,6 +87,22 @@ func TestAdmitPassPaces(t *testing.T) {
 			if adm := admit(true); !adm.Admit {
 				t.Errorf("20 minutes on, no history in the last 15: %+v; want the plain rule to admit", adm)
 			}
+			// The burn comes back before the same reset: the pass is paced
+			// again, and the reason, logged once already, is not logged
+			// again although a pass was admitted in between.
+			for i, left := range []int64{11500, 10500, 9500} {
+				s := quota.State{Key: key, Limit: 1_000_000, Remaining: left, ResetAt: reset, ResetKnown: true,
+					ObservedAt: fake.Now().Add(time.Duration(i-2) * time.Minute), ObservedBy: "host-b", Source: quota.SourceHeaders}
+				if err := st.RecordStates(ctx, []quota.State{s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if adm := admit(true); adm.Admit || adm.Logged {
+				t.Errorf("paced again before the same reset: %+v; want skipped, not logged again", adm)
+			}
+			if acts, err := st.Activity(ctx, 0); err != nil || len(acts) != 1 {
+				t.Errorf("activity %+v (%v); want still the one line", acts, err)
+			}
 		})
 	}
 }

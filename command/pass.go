@@ -114,8 +114,14 @@ func AdmitPass(ctx context.Context, cfg *PassConfig) (PassAdmission, error) {
 			return adm, err
 		}
 	}
-	if err := cfg.Store.ClearSkip(ctx, cfg.scope(quotas)); err != nil {
-		return PassAdmission{}, &StoreError{Op: "write", Err: err}
+	// An admitted pass forgets the last skip's reason, so the next skip is
+	// logged. Under pacing, admitted and paced passes alternate by design
+	// (a skip lowers the burn), so a paced pass keeps it: a pacing skip is
+	// logged once per key and reset (docs/pacing.md).
+	if !cfg.Pace {
+		if err := cfg.Store.ClearSkip(ctx, cfg.scope(quotas)); err != nil {
+			return PassAdmission{}, &StoreError{Op: "write", Err: err}
+		}
 	}
 	return PassAdmission{Admit: true, Quotas: quotas}, nil
 }
