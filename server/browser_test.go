@@ -32,6 +32,28 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// startBrowser starts Chromium under parent and returns the context that
+// drives it, ended with the test. A browser that fails to start (on a
+// loaded machine Chromium has exited before it listened) is started again,
+// up to three times: the start is the machine's, not the console's.
+func startBrowser(t *testing.T, parent context.Context, exe string, opts []chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	var err error
+	for try := 1; try <= 3; try++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(parent, opts...)
+		ctx, cancelBrowser := chromedp.NewContext(actx)
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+			return ctx
+		}
+		cancelBrowser()
+		cancelAlloc()
+		t.Logf("start %s (try %d): %v", exe, try, err)
+	}
+	t.Fatalf("start %s: %v", exe, err)
+	return nil
+}
+
 // TestConsoleInABrowser drives the console in headless Chromium over a
 // SQLite store holding real jobs and waits: each page shows what a person
 // needs, and a person who logs in with the token cancels a job and sees it
@@ -46,13 +68,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The deadline only ends a hung browser; no assertion depends on time.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(ctx)
-	defer cancelBrowser()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", exe, err)
-	}
+	ctx = startBrowser(t, ctx, exe, opts)
 
 	do := func(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
