@@ -98,12 +98,19 @@ func (e Expr) Next(t time.Time) time.Time {
 	return e.spec.Next(t.In(e.loc)).UTC()
 }
 
-// maxScan bounds Latest's walk over the slots of a long gap.
+// maxScan bounds each of Latest's walks over the slots of a gap.
 const maxScan = 1_000_000
 
+// latestSpans are the spans, ending at upTo, that Latest looks back over
+// before the whole gap: an expression with a slot a year at least has its
+// latest slot in the last of them.
+var latestSpans = [...]time.Duration{time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 367 * 24 * time.Hour}
+
 // Latest is the latest slot in (after, upTo], in UTC; ok is false when
-// none falls there. A gap of more than a million slots of a five-field
-// expression is walked only that far (two years of a per-minute one).
+// none falls there. A five-field expression is looked for over the last
+// hour, day, month and year before upTo, then the whole gap; a walk of more
+// than a million slots finds none rather than a slot that is not the
+// latest (a year of a per-minute expression is half a million).
 func (e Expr) Latest(after, upTo time.Time) (time.Time, bool) {
 	if !upTo.After(after) {
 		return time.Time{}, false
@@ -112,8 +119,27 @@ func (e Expr) Latest(after, upTo time.Time) (time.Time, bool) {
 		last := e.Next(upTo.Add(-e.every)) // the slots are e.every apart: this one is at most upTo
 		return last, last.After(after)
 	}
+	for _, span := range latestSpans {
+		start := upTo.Add(-span)
+		if !start.After(after) {
+			break
+		}
+		if latest, ok := e.walk(start, upTo); ok {
+			return latest, true
+		}
+	}
+	return e.walk(after, upTo)
+}
+
+// walk is the latest slot in (from, upTo]; ok is false when none falls
+// there or the walk passed maxScan slots before reaching upTo.
+func (e Expr) walk(from, upTo time.Time) (time.Time, bool) {
 	var latest time.Time
-	for i, t := 0, e.Next(after); i < maxScan && !t.IsZero() && !t.After(upTo); i++ {
+	t := e.Next(from)
+	for i := 0; !t.IsZero() && !t.After(upTo); i++ {
+		if i == maxScan {
+			return time.Time{}, false
+		}
 		latest, t = t, e.Next(t)
 	}
 	return latest, !latest.IsZero()

@@ -38,6 +38,25 @@ func TestSlotsInTheirZone(t *testing.T) {
 		t.Error("Latest counts the slot it starts after")
 	}
 
+	// After a long outage the latest slot is still the latest, however
+	// many slots the gap holds: a per-minute schedule down three years, a
+	// leap-day one down five.
+	minutely, err := schedule.Parse("* * * * *", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upTo := t0.Add(30 * time.Second)
+	if got, ok := minutely.Latest(t0.AddDate(-3, 0, 0), upTo); !ok || !got.Equal(upTo.Truncate(time.Minute)) {
+		t.Errorf("per-minute Latest over three years = %v, %v; want %v", got, ok, upTo.Truncate(time.Minute))
+	}
+	leap, err := schedule.Parse("0 0 29 2 *", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := leap.Latest(t0.AddDate(-5, 0, 0), t0); !ok || !got.Equal(time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("leap-day Latest over five years = %v, %v; want 2024-02-29", got, ok)
+	}
+
 	// @every's slots are the multiples of its interval, wherever one looks from.
 	every, err := schedule.Parse("@every 2s", "")
 	if err != nil {
