@@ -523,6 +523,12 @@ func (d *driver) waitStill(ctx context.Context) (int, time.Time, error) {
 				return ended, at, nil
 			}
 		}
+		if busy == 0 && due && !at.After(d.clk.Now()) {
+			// A job is due and none runs: the host's scheduler may be
+			// parked on a fake-clock timer the driver will not move until
+			// all is still, so it is told to look now.
+			d.h.Nudge()
+		}
 		if err := d.awaitQuiet(ctx); err != nil {
 			return 0, time.Time{}, err
 		}
