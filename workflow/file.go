@@ -10,19 +10,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/layoverhq/layover/textsafe"
+	"github.com/layoverhq/layover/yamlerr"
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxFileSize is the largest workflow file read: 1 MiB (a prompt file is
@@ -188,34 +186,10 @@ func yamlRoot(data []byte) (root *yaml.Node, err error) {
 	return doc.Content[0], nil
 }
 
-// yamlLine is how the YAML library places its errors.
-var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
-
-// parserProblems are the faults the YAML library's parser (not its
-// scanner) finds: it numbers their lines from 0, the scanner's from 1.
-var parserProblems = []string{
-	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
-	"did not find expected '-' indicator", "did not find expected <document start>",
-	"did not find expected <stream-start>", "did not find expected key",
-	"did not find expected node content", "found duplicate %TAG directive",
-	"found duplicate %YAML directive", "found incompatible YAML document",
-	"found undefined tag handle",
-}
-
-// yamlError turns the YAML library's error into a *FileError. The
-// library names no line for a fault on the first line (0 from its
-// parser), which is where Line says it is.
+// yamlError turns the YAML library's error into a *FileError at its line.
 func yamlError(err error) error {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if m := yamlLine().FindStringSubmatch(msg); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
-			if slices.Contains(parserProblems, m[2]) {
-				n++
-			}
-			return &FileError{Line: n, Msg: "YAML: " + m[2]}
-		}
-	}
-	return &FileError{Line: 1, Msg: "YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	line, msg := yamlerr.Place(err)
+	return &FileError{Line: line, Msg: "YAML: " + msg}
 }
 
 // maxJSONDepth bounds the nesting of a JSON file: a workflow nests four

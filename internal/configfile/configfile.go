@@ -14,17 +14,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/BurntSushi/toml"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/layoverhq/layover/redact"
+	"github.com/layoverhq/layover/yamlerr"
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxSize is the largest config file read, in bytes (64 KiB): a config
@@ -395,33 +393,10 @@ func (f *File) parseYAML(data []byte, schema Schema) (err error) {
 	return f.yamlMapping(schema, "", root)
 }
 
-// yamlLine is how the YAML library places its errors.
-var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
-
-// parserProblems are the faults the YAML library's parser (not its
-// scanner) finds: it numbers their lines from 0, the scanner's from 1.
-var parserProblems = []string{
-	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
-	"did not find expected '-' indicator", "did not find expected <document start>",
-	"did not find expected <stream-start>", "did not find expected key",
-	"did not find expected node content", "found duplicate %TAG directive",
-	"found duplicate %YAML directive", "found incompatible YAML document",
-	"found undefined tag handle",
-}
-
 // yamlFault turns the YAML library's error into an *Error at its line.
-// The library names no line for a parser fault on the first line.
 func (f *File) yamlFault(err error) error {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if m := yamlLine().FindStringSubmatch(msg); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
-			if slices.Contains(parserProblems, m[2]) {
-				n++
-			}
-			return f.fault(n, "", "YAML: "+m[2])
-		}
-	}
-	return f.fault(1, "", "YAML: "+strings.TrimPrefix(msg, "yaml: "))
+	line, msg := yamlerr.Place(err)
+	return f.fault(line, "", "YAML: "+msg)
 }
 
 func (f *File) yamlMapping(schema Schema, scope string, m *yaml.Node) error {
