@@ -251,17 +251,7 @@ func (s *Server) apiAction(action string) http.HandlerFunc {
 			s.apiFail(w, code, msg)
 			return
 		}
-		j, err := s.cfg.Store.Job(r.Context(), id)
-		if err != nil {
-			s.apiStoreFailed(w, r, err)
-			return
-		}
-		hist, err := s.cfg.Store.JobHistory(r.Context(), id)
-		if err != nil {
-			s.apiStoreFailed(w, r, err)
-			return
-		}
-		s.writeJSON(w, 200, view.NewJobDetail(j, hist))
+		s.apiJob(w, r) // the job after the action, as GET answers it
 	}
 }
 
