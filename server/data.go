@@ -261,6 +261,10 @@ func (s *Server) schedules(ctx context.Context, now time.Time) ([]scheduleRow, e
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := s.cfg.Store.Hosts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]scheduleRow, len(scheds))
 	for i, sc := range scheds {
 		rows[i].Schedule = sc
@@ -272,6 +276,7 @@ func (s *Server) schedules(ctx context.Context, now time.Time) ([]scheduleRow, e
 		if rows[i].Last, rows[i].HasLast, err = s.cfg.Store.LastSlot(ctx, sc.Name); err != nil {
 			return nil, err
 		}
+		rows[i].Last = schedule.Shown(rows[i].Last, hosts, now)
 	}
 	return rows, nil
 }

@@ -240,6 +240,10 @@ func runScheduleList(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return internalErr("read store: %v", err)
 	}
+	hosts, err := st.Hosts(ctx)
+	if err != nil {
+		return internalErr("read store: %v", err)
+	}
 	views, lasts := []scheduleView{}, make([]store.Slot, len(scheds))
 	now := env.Clock.Now()
 	for i, sc := range scheds {
@@ -258,6 +262,7 @@ func runScheduleList(ctx context.Context, env *Env, args []string) error {
 			return internalErr("read store: %v", err)
 		}
 		if ok {
+			last = schedule.Shown(last, hosts, now)
 			lasts[i] = last
 			v.LastSlot = &slotView{At: jsonTime(last.At), Result: string(last.Result), Detail: last.Detail, Late: last.Late, Host: last.HostID}
 		}
