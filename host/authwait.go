@@ -8,7 +8,9 @@ package host
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/job"
@@ -89,9 +91,14 @@ func (h *Host) noteAuthWait(at time.Time) {
 }
 
 // recheckCredentials checks the credentials of the auth-wait jobs whose
-// next check is due at now, one at a time, and makes ready those whose
-// credentials work. A job without a check stays until `layover unblock`
-// (it is looked at again at the backoff's last step).
+// next check is due at now and makes ready those whose credentials work.
+// Jobs that share a credential (the same quota keys, or the same agent
+// check command in the same directory) share one check per round: its
+// answer moves each of them, each on its own backoff, and each still runs
+// (and reconciles) on its own. The writes of a round are made
+// concurrently, so that the store commits them together (a group commit)
+// rather than one commit per job. A job without a check stays until
+// `layover unblock` (it is looked at again at the backoff's last step).
 // It returns the earliest check still ahead (zero: none).
 func (h *Host) recheckCredentials(ctx context.Context, now time.Time) (next time.Time) {
 	waiting, err := h.st.ListJobs(ctx, job.AuthWait)
@@ -101,44 +108,86 @@ func (h *Host) recheckCredentials(ctx context.Context, now time.Time) (next time
 		}
 		return time.Time{}
 	}
+	var mu sync.Mutex
 	ahead := func(t time.Time) {
+		mu.Lock()
 		if next.IsZero() || t.Before(next) {
 			next = t
 		}
+		mu.Unlock()
 	}
+	due := make([]job.Job, 0, len(waiting))
 	for _, j := range waiting {
-		if ctx.Err() != nil {
-			break
-		}
 		if j.RunAt.IsZero() || j.RunAt.After(now) {
 			ahead(j.RunAt)
 			continue
 		}
-		// Take the check: its next time moves past the check's bound, so
-		// neither the scheduler (which sees the job due) nor another host
-		// looks at it while it runs. A job another host took first keeps
-		// that host's time.
-		due, taken := j.RunAt, now.Add(authCheckTimeout).Truncate(time.Millisecond)
+		due = append(due, j)
+	}
+	// Take each check: its next time moves past the check's bound, so
+	// neither the scheduler (which sees the job due) nor another host
+	// looks at it while it runs. A job another host took first keeps
+	// that host's time.
+	taken := make([]*job.Job, len(due))
+	eachOf(ctx, len(due), authWrites, func(i int) {
+		j, due, at := due[i], due[i].RunAt, now.Add(authCheckTimeout).Truncate(time.Millisecond)
 		j2, applied := h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
 			if x.RunAt.Equal(due) {
-				x.RunAt = taken
+				x.RunAt = at
 			}
 		}})
-		if !applied || !j2.RunAt.Equal(taken) {
+		if applied && j2.RunAt.Equal(at) {
+			taken[i] = &j2
+		}
+	})
+	// One check per credential.
+	type check struct {
+		first      job.Job
+		ok, known  bool
+		err        error
+		at         time.Time
+		unanswered bool
+	}
+	var checks []*check
+	byCred := map[string]*check{}
+	of := make([]*check, len(taken))
+	for i, j := range taken {
+		if j == nil {
 			continue
 		}
-		j = j2
-		ok, known, err := h.credentialsWork(ctx, j)
-		if ctx.Err() != nil {
-			break // stopping: the check says nothing; RunAt comes again
+		id := h.credentialOf(ctx, *j)
+		c := byCred[id]
+		if c == nil || id == "" {
+			c = &check{first: *j}
+			checks = append(checks, c)
+			if id != "" {
+				byCred[id] = c
+			}
 		}
-		now := h.cfg.Clock.Now()
+		of[i] = c
+	}
+	eachOf(ctx, len(checks), authChecks, func(i int) {
+		c := checks[i]
+		c.ok, c.known, c.err = h.credentialsWork(ctx, c.first)
+		// Stopping: the check says nothing; RunAt comes again.
+		c.unanswered = ctx.Err() != nil
+		c.at = h.cfg.Clock.Now()
+		if c.err != nil && !c.ok && c.known && !c.unanswered {
+			h.cfg.Logger.Warn("credentials check", "job", c.first.ID, "err", c.err)
+		}
+	})
+	eachOf(ctx, len(taken), authWrites, func(i int) {
+		c := of[i]
+		if c == nil || c.unanswered {
+			return
+		}
+		j := *taken[i]
 		switch {
-		case ok:
+		case c.ok:
 			h.apply(ctx, j, job.Change{To: job.Ready, From: []job.State{job.AuthWait}, Reason: reasonCredentials,
 				Mutate: func(x *job.Job) { x.Stage, x.RunAt, x.Probes = "ready", time.Time{}, x.Probes+1 }})
-		case !known:
-			at := now.Add(h.authWaitAfter(len(authSteps)))
+		case !c.known:
+			at := c.at.Add(h.authWaitAfter(len(authSteps)))
 			ahead(at)
 			h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
 				x.RunAt = at
@@ -147,17 +196,65 @@ func (h *Host) recheckCredentials(ctx context.Context, now time.Time) (next time
 				}
 			}})
 		default:
-			if err != nil {
-				h.cfg.Logger.Warn("credentials check", "job", j.ID, "err", err)
-			}
-			at := now.Add(h.authWaitAfter(j.Probes + 1))
+			at := c.at.Add(h.authWaitAfter(j.Probes + 1))
 			ahead(at)
 			h.apply(ctx, j, job.Change{From: []job.State{job.AuthWait}, Mutate: func(x *job.Job) {
 				x.RunAt, x.Probes = at, x.Probes+1
 			}})
 		}
-	}
+	})
 	return next
+}
+
+// How many of a round's writes (authWrites) and credentials checks
+// (authChecks) run at once: enough writes to fill the store's group
+// commits, few enough checks not to flood a provider or the machine with
+// agent CLIs.
+const (
+	authWrites = 64
+	authChecks = 8
+)
+
+// eachOf runs fn(0) … fn(n-1), at most limit at a time, and returns once
+// all have returned; once ctx ends it starts no more.
+func eachOf(ctx context.Context, n, limit int, fn func(int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// credentialOf names the credential a job's check reads, so that jobs
+// sharing it share the check: the agent's check command and the directory
+// it runs in, or the job's quota keys. "" is a job whose check is its own
+// (its keys could not be resolved: its check says so).
+func (h *Host) credentialOf(ctx context.Context, j job.Job) string {
+	if a, found := agentcli.AgentNamed(j.Spec.Agent); found && len(a.AuthCheck) > 0 {
+		return "agent\x00" + strings.Join(a.AuthCheck, "\x00") + "\x00" + j.Spec.Workdir
+	}
+	if h.cfg.Credentials == nil {
+		return "none"
+	}
+	keys, err := h.keysOf(ctx, j)
+	if err != nil || len(keys) == 0 {
+		return ""
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Host + "\x00" + k.Principal + "\x00" + k.Resource
+	}
+	slices.Sort(names)
+	return "keys\x00" + strings.Join(slices.Compact(names), "\x01")
 }
 
 // credentialsWork runs a job's credentials check: for an agent job, its

@@ -308,3 +308,74 @@ func TestAuthWaitBacksOffAcrossRounds(t *testing.T) {
 		t.Fatalf("waits %v: each round must wait longer", waits)
 	}
 }
+
+// keyedCredentials answers credentials checks by the keys' resource,
+// counting the checks of each.
+type keyedCredentials struct {
+	mu    sync.Mutex
+	works map[string]bool
+	calls map[string]int
+}
+
+func (f *keyedCredentials) CheckCredentials(_ context.Context, keys []quota.Key) (ok, known bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ok = true
+	for _, k := range keys {
+		f.calls[k.Resource]++
+		ok = ok && f.works[k.Resource]
+	}
+	return ok, true, nil
+}
+
+func (f *keyedCredentials) set(res string, works bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.works[res] = works
+}
+
+func (f *keyedCredentials) count(res string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[res]
+}
+
+// Jobs waiting on the same credential share one check a round: its answer
+// moves each of them on its own backoff, and each runs again on its own;
+// a job on another credential has its own check.
+func TestAuthWaitJobsOnOneCredentialShareItsCheck(t *testing.T) {
+	t.Parallel()
+	creds := &keyedCredentials{works: map[string]bool{"search": true}, calls: map[string]int{}}
+	b := setup(t, func(c *host.Config) { c.Credentials = creds })
+	for range 3 {
+		b.script.push(func(context.Context, host.Run) error { return host.Auth("bad credentials") })
+	}
+	b.submit("a", job.Spec{Quota: []string{"github"}})
+	b.submit("b", job.Spec{Quota: []string{"github:core"}})
+	b.submit("c", job.Spec{Quota: []string{"github:search"}})
+	for _, id := range []string{"a", "b", "c"} {
+		b.awaitState(id, job.AuthWait)
+	}
+	b.clock.Advance(time.Minute)
+	b.awaitState("c", job.Complete)
+	for _, id := range []string{"a", "b"} {
+		j := b.await(id, func(j job.Job) bool { return j.Probes == 1 }, "checked once")
+		if j.State != job.AuthWait || !j.RunAt.Equal(t0.Add(6*time.Minute)) {
+			t.Fatalf("%s after a failed check: %s, next check %s; want auth-wait, 5 minutes on", id, j.State, j.RunAt)
+		}
+	}
+	if n, m := creds.count("core"), creds.count("search"); n != 1 || m != 1 {
+		t.Fatalf("checks: %d of core (a and b), %d of search; want one each", n, m)
+	}
+	creds.set("core", true)
+	b.clock.Advance(5 * time.Minute)
+	for _, id := range []string{"a", "b"} {
+		b.awaitState(id, job.Complete)
+		if got := transitions(b.history(id)); !strings.Contains(got, "running>auth-wait auth-wait>ready ready>running") {
+			t.Fatalf("%s: transitions %s", id, got)
+		}
+	}
+	if n := creds.count("core"); n != 2 || b.script.count() != 6 {
+		t.Fatalf("%d checks of core, %d runs; want 2 and 6", n, b.script.count())
+	}
+}
