@@ -173,6 +173,11 @@ var helpTable = map[string]helpEntry{
 		examples: []string{"layover sim lanes --resource 1000 --auth 1000", "layover sim lanes --resource 50 --auth 50 --seed 7 --store memory"},
 		exits:    []string{"0    every lane complete, no invariant broken", "1    a lane ended in the wrong state or broke an invariant (run twice, an auth lane ended by a quota reset, a resource lane ended by new credentials)", exitUsageLine, "125  the harness could not run: its store, or the --budget passed"},
 	},
+	"sim fleet": {
+		summary:  "run a fleet scenario (YAML) with no layover, layover's defaults and pacing, on a virtual clock against a fake quota",
+		examples: []string{"layover sim fleet examples/sim/thirdshift.yaml", "layover sim fleet examples/sim/thirdshift.yaml --duration 2h --seed 7 --json"},
+		exits:    []string{"0    the scenario ran", exitUsageLine + " (a fault of the file, at its line)", exitInternalLine},
+	},
 	"demo": {
 		summary:  "show layover against an embedded fake GitHub in under a minute",
 		examples: []string{"layover demo", "layover demo --window 30s"},

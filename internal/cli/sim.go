@@ -10,7 +10,7 @@ import (
 
 // simCommands are layover sim's subcommands.
 func simCommands() []subcommand {
-	return []subcommand{{"lanes", runSimLanes}}
+	return []subcommand{{"lanes", runSimLanes}, {"fleet", runSimFleet}}
 }
 
 // runSim dispatches layover sim's subcommands.
@@ -34,6 +34,7 @@ func runSim(ctx context.Context, env *Env, args []string) error {
 
 func simUsage(w io.Writer) {
 	_, _ = io.WriteString(w, "Usage: layover sim lanes --resource N --auth N [--seed S] [--store sqlite|memory]\n")
+	_, _ = io.WriteString(w, "       layover sim fleet FILE [--seed N] [--duration D] [--json]\n")
 	writeGroupHelp(w, "sim")
 	_, _ = io.WriteString(w, "\nRuns layover's real host on a virtual clock with fake providers (docs/simulator.md).\n")
 }
@@ -81,6 +82,50 @@ func runSimLanes(ctx context.Context, env *Env, args []string) error {
 	}
 	if !rep.OK() {
 		return failErr("sim lanes: %d lanes in the wrong state, %d invariants broken", rep.WrongState, len(rep.Violations))
+	}
+	return nil
+}
+
+// SimFleetOptions are the flags of layover sim fleet.
+type SimFleetOptions struct {
+	Seed     uint64
+	Duration time.Duration
+	JSON     bool
+}
+
+// runSimFleet runs a fleet scenario file under its strategies
+// (docs/simulator.md, layover sim fleet). Any fault of the file or the
+// flags is a usage error (exit 2), placed at its line.
+func runSimFleet(ctx context.Context, env *Env, args []string) error {
+	var opts SimFleetOptions
+	fs := newFlagSet("sim fleet", "sim fleet FILE [--seed N] [--duration D] [--json]")
+	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the passes' jitter and layover's wait jitter")
+	fs.durationVar(&opts.Duration, "duration", 0, 0, sim.MaxFleetDuration, "simulate this long instead of the file's duration")
+	fs.BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
+	if err := fs.parseArgs(env, args); err != nil {
+		return err
+	}
+	if len(fs.Args()) != 1 {
+		return usageErr("sim fleet: give one scenario file (docs/simulator.md)")
+	}
+	s, err := sim.ParseScenarioFile(fs.Args()[0])
+	if err != nil { // a *sim.ScenarioError at its line, or a file that cannot be read
+		return usageErr("sim fleet: %s", shown(err.Error()))
+	}
+	if opts.Duration > 0 {
+		if s, err = s.WithDuration(opts.Duration); err != nil {
+			return usageErr("sim fleet: %s", shown(err.Error()))
+		}
+	}
+	rep, err := sim.Fleet(ctx, sim.FleetConfig{Scenario: s, Seed: opts.Seed})
+	if err != nil {
+		return internalErr("sim fleet: %v", err)
+	}
+	if opts.JSON {
+		return writeJSON(env, rep)
+	}
+	if err := rep.Write(env.Stdout); err != nil {
+		return internalErr("sim fleet: %v", err)
 	}
 	return nil
 }

@@ -1,0 +1,530 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/layoverhq/layover/clock"
+	"github.com/layoverhq/layover/command"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store/sqlite"
+	"github.com/layoverhq/layover/transport"
+)
+
+// fleetUser is the one GitHub user every host of a simulated fleet is
+// authenticated as; fleetToken the fake token they send (it names no
+// account anywhere: the fake answers it).
+const (
+	fleetUser  = "thirdshift"
+	fleetToken = "sim-fleet-token"
+)
+
+// fleetStart is the virtual time a fleet run starts at, on a reset.
+var fleetStart = time.Date(2026, 11, 10, 0, 0, 0, 0, time.UTC)
+
+// FleetConfig is one run of a fleet scenario.
+type FleetConfig struct {
+	Scenario Scenario
+	// Seed fixes the passes' jitter and layover's own wait jitter: two
+	// runs with one seed give the same figures.
+	Seed uint64
+	// Dir is where the ledger's temporary SQLite store is made (default
+	// /dev/shm when it is a directory, else the system's temporary one).
+	Dir string
+}
+
+// StrategyReport is what one strategy did over the run.
+type StrategyReport struct {
+	Strategy      string `json:"strategy"`
+	PassesRun     int    `json:"passes_run"`
+	PassesSkipped int    `json:"passes_skipped"`
+	PassesFailed  int    `json:"passes_failed_mid_work"`
+	CommandsDone  int    `json:"commands_done"`
+	CommandsLost  int    `json:"commands_lost"`
+	// AcceptedCalls and RejectedCalls are the calls the fake provider
+	// answered and refused for quota; RejectedPerHostPerReset is
+	// RejectedCalls over hosts × windows.
+	AcceptedCalls           int64   `json:"accepted_calls"`
+	RejectedCalls           int64   `json:"rejected_calls"`
+	RejectedPerHostPerReset float64 `json:"rejected_per_host_per_reset"`
+	// FirstMinuteMax is the most calls accepted in the first minute after
+	// any reset; ReexhaustedResets the resets after which a call was
+	// refused within that minute.
+	FirstMinuteMax    int64 `json:"first_minute_calls_max"`
+	ReexhaustedResets int   `json:"reexhausted_resets"`
+	// WorkPercent is the share of the quota (limit × windows) spent on
+	// admitted work that did not fail: calls of a pass that failed mid-work
+	// or of a command that was lost are not work.
+	WorkPercent float64 `json:"quota_on_work_percent"`
+	// Waiting is the total time passes and commands spent waiting for a
+	// reset.
+	Waiting time.Duration `json:"-"`
+	// WaitingSeconds is Waiting for --json.
+	WaitingSeconds float64 `json:"waiting_seconds"`
+	// ProviderCalls counts requests that tried to leave the process (each
+	// refused): 0 unless something bypassed the fakes.
+	ProviderCalls int64 `json:"provider_calls"`
+}
+
+// FleetReport is what a fleet run found, one report per strategy.
+type FleetReport struct {
+	Hosts      int              `json:"hosts"`
+	Resets     int              `json:"windows"`
+	Limit      int64            `json:"limit"`
+	Duration   time.Duration    `json:"-"`
+	DurationS  float64          `json:"duration_seconds"`
+	Seed       uint64           `json:"seed"`
+	Strategies []StrategyReport `json:"strategies"`
+	Wall       time.Duration    `json:"-"`
+}
+
+// Fleet runs cfg's scenario under each of its strategies, on a virtual
+// clock, and reports what each did.
+func Fleet(ctx context.Context, cfg FleetConfig) (FleetReport, error) {
+	start := time.Now()
+	s := cfg.Scenario
+	if s.line == nil {
+		if err := s.validate(); err != nil {
+			return FleetReport{}, err
+		}
+	}
+	rep := FleetReport{Hosts: s.Hosts, Limit: s.Quota.Limit, Duration: s.Duration.Duration, DurationS: s.Duration.Seconds(),
+		Seed: cfg.Seed, Resets: int((s.Duration.Duration + s.Quota.Window.Duration - 1) / s.Quota.Window.Duration)}
+	for _, name := range s.Strategies {
+		r, err := runStrategy(ctx, cfg, name)
+		if err != nil {
+			return FleetReport{}, fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Strategies = append(rep.Strategies, r)
+	}
+	rep.Wall = time.Since(start)
+	return rep, nil
+}
+
+// The kinds of event of a fleet run.
+const (
+	evNextPass = iota // the next pass's base time: its start is drawn
+	evPass            // a pass starts (admission)
+	evPassCall        // one call of a running pass
+	evCmdCall         // one call of a long command
+	evCmdStart        // a command slot starts its next command
+)
+
+type event struct {
+	at   time.Time
+	seq  int64
+	kind int
+	id   int // pass index or command index
+	call int
+}
+
+type events []event
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	if !e[i].at.Equal(e[j].at) {
+		return e[i].at.Before(e[j].at)
+	}
+	return e[i].seq < e[j].seq
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// work is one pass or long command under way.
+type work struct {
+	host     int
+	calls    int // calls left
+	accepted int64
+	budget   quota.Budget
+	every    time.Duration // commands: between calls
+}
+
+// run is one strategy's run.
+type run struct {
+	ctx    context.Context
+	s      Scenario
+	name   string
+	layer  bool // layover's strategies
+	clk    *clock.Fake
+	q      *windowQuota
+	gh     *fakeGitHub
+	rnd    *rand.Rand // the workload's draws
+	evs    events
+	seq    int64
+	end    time.Time
+	passes map[int]*work
+	cmds   map[int]*work
+	nCmds  int
+	rep    StrategyReport
+	wasted int64
+	// per window: calls accepted and refused in its first minute
+	firstMin  map[int64]int64
+	reexhaust map[int64]bool
+	hosts     []*fleetHost
+	policy    quota.Policy
+}
+
+// fleetHost is one host of a layover strategy: its transport (its own
+// in-memory view, as one process has) and its pass admission, both on
+// the shared ledger.
+type fleetHost struct {
+	tr   *transport.Transport
+	pass *command.PassConfig
+}
+
+func runStrategy(ctx context.Context, cfg FleetConfig, name string) (StrategyReport, error) {
+	s := cfg.Scenario
+	clk := clock.NewFake(fleetStart)
+	r := &run{ctx: ctx, s: s, name: name, clk: clk, layer: name != StrategyNone,
+		q:   &windowQuota{limit: s.Quota.Limit, window: s.Quota.Window.Duration, start: fleetStart},
+		rnd: rand.New(rand.NewPCG(cfg.Seed, 1)), end: fleetStart.Add(s.Duration.Duration),
+		passes: map[int]*work{}, cmds: map[int]*work{}, firstMin: map[int64]int64{}, reexhaust: map[int64]bool{},
+		policy: quota.DefaultPolicy()}
+	r.rep.Strategy = name
+	r.gh = &fakeGitHub{q: r.q, clk: clk, onCall: r.counted}
+	net := guardFleetNetwork(r.gh)
+	defer net.restore()
+	if r.layer {
+		cleanup, err := r.openHosts(cfg)
+		if err != nil {
+			return StrategyReport{}, err
+		}
+		defer cleanup()
+	}
+	if s.passesPerHour() > 0 {
+		r.push(event{at: fleetStart, kind: evNextPass})
+	}
+	for i := range s.Commands.Count {
+		r.push(event{at: fleetStart.Add(r.slotOffset(i)), kind: evCmdStart, id: i})
+	}
+	for len(r.evs) > 0 {
+		if err := ctx.Err(); err != nil {
+			return StrategyReport{}, err
+		}
+		ev := heap.Pop(&r.evs).(event)
+		if !ev.at.Before(r.end) {
+			break
+		}
+		clk.Set(ev.at)
+		if err := r.handle(ev); err != nil {
+			return StrategyReport{}, err
+		}
+	}
+	r.finish()
+	r.rep.ProviderCalls = net.refused.Load()
+	return r.rep, nil
+}
+
+// openHosts makes the shared ledger and each host's transport and pass
+// admission, as `layover pass --quota github` and a command's transport
+// run them.
+func (r *run) openHosts(cfg FleetConfig) (func(), error) {
+	parent := cfg.Dir
+	if parent == "" {
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+			parent = "/dev/shm"
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "layover-fleet-")
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(r.ctx, filepath.Join(dir, "layover.db"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	cleanup := func() { _ = st.Close(); _ = os.RemoveAll(dir) }
+	getenv := func(k string) string {
+		if k == "GH_TOKEN" {
+			return fleetToken
+		}
+		return ""
+	}
+	for h := range r.s.Hosts {
+		name := "host-" + strconv.Itoa(h+1)
+		gh, err := command.ResolveGitHub(r.ctx, &command.GitHubConfig{Store: st, Principal: fleetUser, Getenv: getenv,
+			Clock: r.clk, Hostname: name})
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		pol := r.policy
+		tr, err := transport.New(r.gh, &transport.Options{Store: st, Principal: fleetUser, Clock: r.clk, Policy: &pol,
+			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(h)+2)), Mode: transport.ModeDefer, Hostname: name,
+			Command: "layover sim fleet", TransientRetries: -1})
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		r.hosts = append(r.hosts, &fleetHost{tr: tr, pass: &command.PassConfig{Store: st, GitHub: gh, Principal: fleetUser,
+			Getenv: getenv, Policy: r.policy, Now: r.clk.Now, Pace: r.name == StrategyPacing}})
+	}
+	return cleanup, nil
+}
+
+func (r *run) push(ev event) {
+	r.seq++
+	ev.seq = r.seq
+	heap.Push(&r.evs, ev)
+}
+
+// counted is told of every call the fake provider charged.
+func (r *run) counted(accepted bool) {
+	now := r.clk.Now()
+	w := int64(now.Sub(fleetStart) / r.q.window)
+	inFirst := w > 0 && now.Sub(fleetStart.Add(time.Duration(w)*r.q.window)) < time.Minute
+	if accepted {
+		r.rep.AcceptedCalls++
+		if inFirst {
+			r.firstMin[w]++
+		}
+		return
+	}
+	r.rep.RejectedCalls++
+	if inFirst {
+		r.reexhaust[w] = true
+	}
+}
+
+// passBase is the base start time and host of pass i.
+func (r *run) passBase(i int) (time.Time, int) {
+	p := r.s.Passes
+	if p.Every.Duration > 0 {
+		per := r.s.Hosts * p.PerSlot
+		return fleetStart.Add(time.Duration(i/per) * p.Every.Duration), i % per % r.s.Hosts
+	}
+	return fleetStart.Add(time.Duration(float64(i) * float64(time.Hour) / float64(p.PerHour))), i % r.s.Hosts
+}
+
+func (r *run) handle(ev event) error {
+	switch ev.kind {
+	case evNextPass:
+		at, host := r.passBase(ev.id)
+		if j := r.s.Passes.Jitter.Duration; j > 0 {
+			at = at.Add(time.Duration(r.rnd.Int64N(int64(j) + 1)))
+		}
+		r.push(event{at: at.Truncate(time.Second), kind: evPass, id: ev.id, call: host})
+		next, _ := r.passBase(ev.id + 1)
+		r.push(event{at: next, kind: evNextPass, id: ev.id + 1})
+	case evPass:
+		return r.startPass(ev.id, ev.call)
+	case evPassCall:
+		return r.passCall(ev.id)
+	case evCmdCall:
+		return r.cmdCall(ev.id)
+	case evCmdStart:
+		r.startCommand(ev.id)
+		r.push(event{at: r.clk.Now().Add(r.s.Commands.Length.Duration), kind: evCmdStart, id: ev.id})
+	}
+	return nil
+}
+
+func (r *run) startPass(id, host int) error {
+	if r.layer {
+		adm, err := command.AdmitPass(r.ctx, r.hosts[host].pass)
+		if err != nil {
+			return err
+		}
+		if !adm.Admit {
+			r.rep.PassesSkipped++
+			return nil
+		}
+	}
+	r.rep.PassesRun++
+	p := r.s.Passes
+	r.passes[id] = &work{host: host, calls: p.Calls, budget: quota.Budget{Max: r.policy.MaxTotalWait}}
+	r.push(event{at: r.clk.Now(), kind: evPassCall, id: id})
+	return nil
+}
+
+// callOutcome is what one call of a piece of work came to.
+type callOutcome int
+
+const (
+	callDone   callOutcome = iota // accepted
+	callWait                      // waits until the time returned
+	callFailed                    // the work fails here
+)
+
+// call makes one call of w at now: straight to the provider for
+// StrategyNone, else through w's host's transport, as a command's
+// request in wait mode would be (a refused request waits for the
+// deferral's resume time, charged to w's budget).
+func (r *run) call(w *work) (callOutcome, time.Time, error) {
+	now := r.clk.Now()
+	if !r.layer {
+		if r.gh.q.take(now) {
+			r.counted(true)
+			return callDone, time.Time{}, nil
+		}
+		r.counted(false)
+		return callFailed, time.Time{}, nil
+	}
+	h := r.hosts[w.host]
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, "https://"+fleetAPIHost+"/repos/thirdshift/factory/issues", nil)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		req.Header.Set("Authorization", "Bearer "+fleetToken)
+		resp, err := h.tr.RoundTrip(req)
+		if ferr := h.tr.Flush(r.ctx); ferr != nil {
+			return 0, time.Time{}, ferr
+		}
+		var de *quota.DeferralError
+		switch {
+		case errors.As(err, &de):
+			until := de.ResumeAt
+			if until.IsZero() {
+				until = r.policy.AssumedReset(now)
+			}
+			until = quota.RerunAt(now, until)
+			// Whole seconds, as every event of the run: the provider's
+			// Date header has no finer grain.
+			if f := until.Truncate(time.Second); f.Before(until) {
+				until = f.Add(time.Second)
+			}
+			if w.budget.Take(until.Sub(now)) != nil {
+				return callFailed, time.Time{}, nil
+			}
+			r.rep.Waiting = quota.SumSat(r.rep.Waiting, until.Sub(now))
+			return callWait, until, nil
+		case err != nil:
+			return 0, time.Time{}, err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return callDone, time.Time{}, nil
+		}
+		if try > 0 { // a second refusal in one instant: the transport learned nothing
+			return callFailed, time.Time{}, nil
+		}
+		// A refused call: the transport now knows the key is exhausted,
+		// and the same request asked again says until when.
+	}
+}
+
+func (r *run) passCall(id int) error {
+	w := r.passes[id]
+	out, until, err := r.call(w)
+	if err != nil {
+		return err
+	}
+	switch out {
+	case callFailed:
+		r.rep.PassesFailed++
+		r.wasted += w.accepted
+		delete(r.passes, id)
+	case callWait:
+		r.push(event{at: until, kind: evPassCall, id: id})
+	case callDone:
+		w.accepted++
+		if w.calls--; w.calls == 0 {
+			delete(r.passes, id)
+			return nil
+		}
+		p := r.s.Passes
+		gap := (p.Spread.Duration / time.Duration(max(p.Calls-1, 1))).Truncate(time.Second)
+		r.push(event{at: r.clk.Now().Add(gap), kind: evPassCall, id: id})
+	}
+	return nil
+}
+
+// slotOffset is when command slot i starts its first command: the slots
+// spread over one command's duration, so their commands do not all end
+// together.
+func (r *run) slotOffset(i int) time.Duration {
+	c := r.s.Commands
+	return (c.Length.Duration / time.Duration(c.Count) * time.Duration(i)).Truncate(time.Second)
+}
+
+// startCommand starts the next command of slot, on the slot's host. A
+// slot starts a command every Length whatever became of the one before
+// (done, still waiting, or lost), so every strategy is given the same
+// commands.
+func (r *run) startCommand(slot int) {
+	c := r.s.Commands
+	id := r.nCmds
+	r.nCmds++
+	every := max(time.Minute/time.Duration(c.CallsPerMinute), time.Second).Truncate(time.Second)
+	r.cmds[id] = &work{host: slot % r.s.Hosts, calls: max(int(c.Length.Duration/every), 1), every: every,
+		budget: quota.Budget{Max: r.policy.MaxTotalWait}}
+	r.push(event{at: r.clk.Now(), kind: evCmdCall, id: id})
+}
+
+func (r *run) cmdCall(id int) error {
+	w := r.cmds[id]
+	out, until, err := r.call(w)
+	if err != nil {
+		return err
+	}
+	switch out {
+	case callFailed:
+		r.rep.CommandsLost++
+		r.wasted += w.accepted
+		delete(r.cmds, id)
+	case callWait:
+		r.push(event{at: until, kind: evCmdCall, id: id})
+	case callDone:
+		w.accepted++
+		if w.calls--; w.calls == 0 {
+			r.rep.CommandsDone++
+			delete(r.cmds, id)
+			return nil
+		}
+		r.push(event{at: r.clk.Now().Add(w.every), kind: evCmdCall, id: id})
+	}
+	return nil
+}
+
+// finish works out the figures of the run.
+func (r *run) finish() {
+	windows := int64((r.s.Duration.Duration + r.q.window - 1) / r.q.window)
+	for w, n := range r.firstMin {
+		if w < windows {
+			r.rep.FirstMinuteMax = max(r.rep.FirstMinuteMax, n)
+		}
+	}
+	r.rep.ReexhaustedResets = len(r.reexhaust)
+	r.rep.RejectedPerHostPerReset = float64(r.rep.RejectedCalls) / float64(int64(r.s.Hosts)*windows)
+	quotaTotal := float64(r.q.limit) * float64(windows)
+	r.rep.WorkPercent = 100 * float64(r.rep.AcceptedCalls-r.wasted) / quotaTotal
+	r.rep.WaitingSeconds = r.rep.Waiting.Seconds()
+}
+
+// Write prints the report: the run's shape, then one block per strategy.
+func (rep FleetReport) Write(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fleet: %d hosts, %s simulated, %d windows of %d calls, seed %d\n",
+		rep.Hosts, rep.Duration, rep.Resets, rep.Limit, rep.Seed)
+	for _, s := range rep.Strategies {
+		fmt.Fprintf(&b, "\n%s:\n", s.Strategy)
+		fmt.Fprintf(&b, "  passes: %d run, %d skipped, %d failed mid-work\n", s.PassesRun, s.PassesSkipped, s.PassesFailed)
+		fmt.Fprintf(&b, "  commands: %d done, %d lost\n", s.CommandsDone, s.CommandsLost)
+		fmt.Fprintf(&b, "  calls: %d accepted, %d rejected (%.2f per host per reset)\n", s.AcceptedCalls, s.RejectedCalls, s.RejectedPerHostPerReset)
+		fmt.Fprintf(&b, "  first minute after a reset: %d calls at most, %d resets re-exhausted in it\n", s.FirstMinuteMax, s.ReexhaustedResets)
+		fmt.Fprintf(&b, "  quota spent on admitted work: %.1f%%\n", s.WorkPercent)
+		fmt.Fprintf(&b, "  total waiting: %s\n", s.Waiting.Round(time.Second))
+		fmt.Fprintf(&b, "  provider calls: %d\n", s.ProviderCalls)
+	}
+	fmt.Fprintf(&b, "\nwall time: %s\n", rep.Wall.Round(time.Millisecond))
+	_, err := io.WriteString(w, b.String())
+	return err
+}

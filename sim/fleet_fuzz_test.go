@@ -1,0 +1,33 @@
+package sim
+
+import (
+	"os"
+	"testing"
+
+	"github.com/layoverhq/layover/internal/fuzzbound"
+)
+
+// FuzzParseScenario: any input is a scenario within its bounds or a
+// *ScenarioError, never a panic.
+func FuzzParseScenario(f *testing.F) {
+	if data, err := os.ReadFile("../examples/sim/thirdshift.yaml"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte(small))
+	f.Add([]byte("passes:\n  every: 1m\n  per_slot: 3\n  calls: 2\nstrategies: [pacing]\n"))
+	f.Add([]byte("quota: {kind: agent, window: 5h, limit: 1}\nduration: 1h\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzbound.Run(t, func() {
+			s, err := ParseScenario(data)
+			if err != nil {
+				if _, ok := err.(*ScenarioError); !ok {
+					t.Fatalf("%T %v, want a *ScenarioError", err, err)
+				}
+				return
+			}
+			if s.Hosts < 1 || s.Hosts > MaxFleetHosts || s.Quota.Limit < 1 || s.demand() > MaxFleetCalls || len(s.Strategies) == 0 {
+				t.Fatalf("accepted out of bounds: %+v", s)
+			}
+		})
+	})
+}

@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// small is a fleet whose demand (about 220 calls a window) exceeds its
+// quota (150 a window), simulated for three windows.
+const small = `quota:
+  kind: github
+  limit: 150
+  window: 5m
+hosts: 2
+duration: 15m
+passes:
+  per_hour: 480
+  calls: 4
+  spread: 12s
+  jitter: 5s
+commands:
+  count: 2
+  calls_per_minute: 6
+  duration: 6m
+`
+
+func TestParseScenarioExample(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenarioFile("../examples/sim/thirdshift.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hosts != 5 || s.Quota.Limit != 5000 || s.Quota.Window.Duration != time.Hour || s.passesPerHour() != 840 ||
+		s.Duration.Duration != 24*time.Hour || !reflect.DeepEqual(s.Strategies, Strategies) {
+		t.Errorf("thirdshift read as %+v", s)
+	}
+	if d := s.demand() / 24; d <= 5000 {
+		t.Errorf("thirdshift's demand is %.0f calls an hour, want more than its quota of 5000", d)
+	}
+}
+
+func TestParseScenarioDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenario([]byte("quota:\n  kind: agent\n  limit: 900\npasses:\n  every: 1m\n  calls: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Quota.Window.Duration != 5*time.Hour || s.Hosts != 1 || s.Duration.Duration != 24*time.Hour ||
+		s.Passes.PerSlot != 1 || s.passesPerHour() != 60 {
+		t.Errorf("defaults: %+v", s)
+	}
+}
+
+// Every fault of a file names its line and, for a number out of bounds,
+// its field.
+func TestParseScenarioFaults(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ file, want string }{
+		{"hosts: 3\npasses:\n  per_hour: 10\n  calls: 2\n  colour: red\n", "5: field colour not found"},
+		{"hosts: three\n", "1: cannot unmarshal !!str `three` into int"},
+		{"hosts: 2\nduration: -1h\n", `2: "-1h": want a duration like 90s or 1h`},
+		{"hosts: 2\nhosts: 3\n", `2: mapping key "hosts" already defined at line 1`},
+		{"hosts: 0\n", ""}, // 0 is the default
+		{"hosts: 1001\n", "1: hosts: want a number from 1 to 1000"},
+		{"quota:\n  kind: gitlab\n", `2: quota.kind: "gitlab": want github or agent`},
+		{"quota:\n  limit: -5\n", "2: quota.limit: want a number from 1 to 10000000"},
+		{"\nquota:\n  window: 30s\n", "3: quota.window: want a duration from 1m0s to 24h0m0s"},
+		{"duration: 9000h\n", "1: duration: want a duration from 1m to 168h0m0s"},
+		{"passes:\n  per_hour: 10\n", "1: passes.calls: want the calls each pass makes (1 or more)"},
+		{"passes:\n  per_hour: 10\n  every: 1m\n  calls: 1\n", "3: passes.every: give per_hour or every, not both"},
+		{"passes:\n  per_slot: 2\n", "2: passes.per_slot: only with every"},
+		{"commands:\n  count: 2\n  duration: 1h\n", "1: commands.calls_per_minute: want a number from 1 to 600"},
+		{"strategies: [none, fast]\n", `1: strategies: "fast": want none, defaults or pacing`},
+		{"strategies: [none, none]\n", `1: strategies: "none" given twice`},
+		{"hosts: 1000\nduration: 168h\npasses:\n  per_hour: 100000\n  calls: 10000\n", "2: duration: the scenario's work would make"},
+		{"- 1\n", "1: want a mapping of the scenario's fields"},
+		{"", "1: want a mapping"},
+		{"hosts: [\n", "2: did not find expected node content"},
+	} {
+		_, err := ParseScenario([]byte(c.file))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.file, err)
+			}
+			continue
+		}
+		var se *ScenarioError
+		if !errors.As(err, &se) {
+			t.Errorf("%q: got %v, want a *ScenarioError", c.file, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %q, want %q…", c.file, err, c.want)
+		}
+	}
+}
+
+func runSmall(t *testing.T, seed uint64) FleetReport {
+	t.Helper()
+	s, err := ParseScenario([]byte(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: seed, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Wall = 0
+	return rep
+}
+
+// Two runs with one seed give the same figures; another seed moves them.
+func TestFleetDeterministic(t *testing.T) {
+	t.Parallel()
+	a, b := runSmall(t, 3), runSmall(t, 3)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("one seed, two reports:\n%+v\n%+v", a, b)
+	}
+}
+
+// On a fleet whose demand exceeds its quota, the naive fleet loses
+// commands and fails passes mid-work; layover's defaults lose none, fail
+// none and take fewer rejections; pacing takes no more than the defaults.
+func TestFleetStrategies(t *testing.T) {
+	t.Parallel()
+	rep := runSmall(t, 1)
+	if len(rep.Strategies) != 3 {
+		t.Fatalf("%d strategies", len(rep.Strategies))
+	}
+	none, def, pace := rep.Strategies[0], rep.Strategies[1], rep.Strategies[2]
+	if none.Strategy != StrategyNone || def.Strategy != StrategyDefaults || pace.Strategy != StrategyPacing {
+		t.Fatalf("strategies in the order %s, %s, %s", none.Strategy, def.Strategy, pace.Strategy)
+	}
+	if none.CommandsLost == 0 || none.PassesFailed == 0 || none.PassesSkipped != 0 {
+		t.Errorf("none: %+v, want commands lost and passes failed", none)
+	}
+	for _, r := range []StrategyReport{def, pace} {
+		if r.CommandsLost != 0 || r.PassesFailed != 0 || r.PassesSkipped == 0 || r.ProviderCalls != 0 {
+			t.Errorf("%s: %+v, want no command lost, no pass failed, some skipped", r.Strategy, r)
+		}
+		if r.RejectedCalls >= none.RejectedCalls {
+			t.Errorf("%s: %d rejected calls, none %d", r.Strategy, r.RejectedCalls, none.RejectedCalls)
+		}
+	}
+	if def.Waiting == 0 {
+		t.Errorf("defaults: no command waited for a reset: %+v", def)
+	}
+	if pace.RejectedCalls > def.RejectedCalls {
+		t.Errorf("pacing: %d rejected calls, defaults %d", pace.RejectedCalls, def.RejectedCalls)
+	}
+	if def.WorkPercent <= none.WorkPercent {
+		t.Errorf("quota on work: defaults %.1f%%, none %.1f%%", def.WorkPercent, none.WorkPercent)
+	}
+}
