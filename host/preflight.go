@@ -158,19 +158,24 @@ func (h *Host) awaitApproval(ctx context.Context, j job.Job, now time.Time) {
 	}})
 }
 
-// pace holds a resume until its keys' resume rate allows it. It reports
-// false when ctx ended first.
+// pace holds a resume until its keys' resume rate allows it: for each key
+// it takes the key's next resume slot from the store, shared by every host
+// of the fleet (store.Store.TakeResumeSlot), and waits for it. When the
+// store cannot give one, it counts the key's slots in this host alone
+// (docs/lifecycle.md, Resume pacing). It reports false when ctx ended
+// first.
 func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
 	interval := time.Duration(float64(time.Second) / h.cfg.ResumeRate)
 	for _, k := range keys {
-		h.mu.Lock()
 		now := h.cfg.Clock.Now()
-		slot := h.lastRes[k].Add(interval)
-		if slot.Before(now) {
-			slot = now
+		slot, err := h.st.TakeResumeSlot(ctx, k, now, interval)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			h.cfg.Logger.Warn("no shared resume slot; pacing this host's resumes alone", "key", k.String(), "err", err)
+			slot = h.localSlot(k, now, interval)
 		}
-		h.lastRes[k] = slot
-		h.mu.Unlock()
 		if d := slot.Sub(now); d > 0 {
 			select {
 			case <-ctx.Done():
@@ -180,6 +185,18 @@ func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
 		}
 	}
 	return true
+}
+
+// localSlot is key's next resume slot as this host alone counts it.
+func (h *Host) localSlot(k quota.Key, now time.Time, interval time.Duration) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slot := h.lastRes[k].Add(interval)
+	if slot.Before(now) {
+		slot = now
+	}
+	h.lastRes[k] = slot
+	return slot
 }
 
 // resumeArgv is the command of a resume and the reason its transition

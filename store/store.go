@@ -238,6 +238,16 @@ type Store interface {
 	// when it has none.
 	LastSlot(ctx context.Context, schedule string) (sl Slot, ok bool, err error)
 
+	// The resume slots (docs/lifecycle.md, Resume pacing).
+
+	// TakeResumeSlot takes key's next resume slot for a resume wanted at
+	// now, interval after the slot taken before it, across every process
+	// sharing the store: it returns start, the later of the key's next
+	// free time and now, and sets the next free time to start+interval, in
+	// one atomic statement. Times are kept to the microsecond; an interval
+	// below one is none.
+	TakeResumeSlot(ctx context.Context, key quota.Key, now time.Time, interval time.Duration) (start time.Time, err error)
+
 	// Close releases the store.
 	Close() error
 }

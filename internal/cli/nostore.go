@@ -114,3 +114,6 @@ func (noStore) FinishSlot(context.Context, string, time.Time, store.SlotResult, 
 func (noStore) LastSlot(context.Context, string) (store.Slot, bool, error) {
 	return store.Slot{}, false, nil
 }
+func (noStore) TakeResumeSlot(context.Context, quota.Key, time.Time, time.Duration) (time.Time, error) {
+	return time.Time{}, errNoStore
+}

@@ -99,6 +99,7 @@ func ReadOnly(t *testing.T, openRW, openRO func(t *testing.T) store.Store) {
 		return err
 	}
 	writes["ClaimJobs"] = func() error { _, err := ro.ClaimJobs(ctx, "h1", base, time.Minute, 1); return err }
+	writes["TakeResumeSlot"] = func() error { _, err := ro.TakeResumeSlot(ctx, key, base, time.Second); return err }
 	writes["HostHeartbeat"] = func() error { return ro.HostHeartbeat(ctx, "h1", base.Add(time.Minute)) }
 	for name, write := range writes {
 		if err := write(); err == nil {

@@ -78,6 +78,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Parallel()
 		testSchedules(t, setup)
 	})
+	t.Run("ResumeSlots", func(t *testing.T) {
+		t.Parallel()
+		testResumeSlots(t, setup)
+	})
 }
 
 type setupFunc func(t *testing.T) (context.Context, store.Store)
