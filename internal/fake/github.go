@@ -122,6 +122,9 @@ type RecordedRequest struct {
 	// Resource is the resource charged for the request, "" when it cost
 	// nothing (GET /rate_limit, a scripted answer, a malformed query).
 	Resource string
+	// Reset is the epoch second the charged bucket's window ends at (0
+	// when nothing was charged): rejections grouped by it are per reset.
+	Reset    int64
 	Status   int
 	Scripted bool
 }
@@ -444,7 +447,7 @@ func (g *GitHub) answer(r *http.Request, token string, reqBody []byte) reply {
 	}
 
 	b := g.bucketLocked(principal, resource, now)
-	rec.Resource = resource
+	rec.Resource, rec.Reset = resource, b.reset
 	if !g.charge(b) {
 		msg := fmt.Sprintf("API rate limit exceeded for user ID %d.", g.userID)
 		if principal == "" {

@@ -99,7 +99,7 @@ func TestGitHubUserChargesCore(t *testing.T) {
 		t.Fatalf("Calls(/user) = %d, want 3", n)
 	}
 	reqs := g.Requests()
-	if len(reqs) != 3 || reqs[0] != (RecordedRequest{Method: "GET", Path: "/user", Token: "tok", Resource: "core", Status: 200}) {
+	if len(reqs) != 3 || reqs[0] != (RecordedRequest{Method: "GET", Path: "/user", Token: "tok", Resource: "core", Reset: reset, Status: 200}) {
 		t.Fatalf("Requests() = %+v", reqs)
 	}
 }
