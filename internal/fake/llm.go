@@ -33,13 +33,38 @@ type LLMConfig struct {
 	Organization string
 	// Model is named in responses and limit texts (default per kind).
 	Model string
+	// StreamEvents is how many content deltas a streamed answer carries
+	// (default 3); each delta's text is StreamDelta(i).
+	StreamEvents int
+	// StreamGate, when set, holds a streamed answer before each content
+	// delta until a value arrives on it (or the client goes away), so a
+	// test can see each event reach the client before the next is written.
+	// The events before the first delta (message_start, the first chunk's
+	// role) are written and flushed at once.
+	StreamGate <-chan struct{}
+}
+
+// LLMRequest is one request an LLM fake answered.
+type LLMRequest struct {
+	Method string
+	Path   string
+	// Stream is whether the request asked for a streamed answer.
+	Stream bool
+	// Limited is whether the fake answered with its per-minute limit error.
+	Limited bool
+	// Cancelled is whether the client went away (the request's context
+	// ended) before a streamed answer was complete.
+	Cancelled bool
 }
 
 // LLM fakes one LLM API: answers in the real success shape with the real
 // rate-limit headers, and, once the window's budget is spent, the real
 // per-minute limit error with its retry hint. Scripted answers (Script)
-// imitate the other errors. Unlike the real services it keeps one budget for
-// every key, counts requests only (not tokens), and has no streaming.
+// imitate the other errors. A request asking for a stream ("stream": true in
+// an Anthropic or OpenAI body, Gemini's :streamGenerateContent) is answered
+// with the provider's event stream, flushed event by event (see stream).
+// Unlike the real services it keeps one budget for every key and counts
+// requests only (not tokens).
 type LLM struct {
 	cfg LLMConfig
 
@@ -48,6 +73,8 @@ type LLM struct {
 	windowEnd time.Time
 	scripts   []Response
 	calls     int
+	requests  []LLMRequest
+	cancelled chan struct{}
 	srv       *http.Server
 }
 
@@ -68,7 +95,10 @@ func NewLLM(cfg LLMConfig) *LLM {
 	if cfg.Model == "" {
 		cfg.Model = map[LLMKind]string{Anthropic: "claude-sonnet-4-5", OpenAI: "gpt-4o", Gemini: "gemini-2.5-pro"}[cfg.Kind]
 	}
-	return &LLM{cfg: cfg}
+	if cfg.StreamEvents <= 0 {
+		cfg.StreamEvents = 3
+	}
+	return &LLM{cfg: cfg, cancelled: make(chan struct{}, 1024)}
 }
 
 // Start serves the fake at addr ("127.0.0.1:0") and returns its base URL.
@@ -111,6 +141,18 @@ func (l *LLM) Calls() int {
 	return l.calls
 }
 
+// Requests are the requests the fake answered, in order.
+func (l *LLM) Requests() []LLMRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]LLMRequest(nil), l.requests...)
+}
+
+// Cancelled receives one value each time a client goes away in the middle
+// of a streamed answer (after Requests records it as Cancelled), so a test
+// waits for a disconnect to reach the fake rather than polling.
+func (l *LLM) Cancelled() <-chan struct{} { return l.cancelled }
+
 // Exhaust spends the rest of the current window's budget.
 func (l *LLM) Exhaust() {
 	l.mu.Lock()
@@ -128,8 +170,11 @@ func (l *LLM) refill(now time.Time) {
 
 // ServeHTTP implements http.Handler.
 func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	stream, sse := l.wantsStream(r)
 	l.mu.Lock()
 	l.calls++
+	l.requests = append(l.requests, LLMRequest{Method: r.Method, Path: r.URL.Path, Stream: stream})
+	index := len(l.requests) - 1
 	now := l.cfg.Now()
 	l.refill(now)
 	var canned *Response
@@ -143,6 +188,7 @@ func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	remaining := l.cfg.RequestsPerWindow - l.used
 	wait := l.windowEnd.Sub(now)
+	l.requests[index].Limited = limited
 	l.mu.Unlock()
 
 	h := w.Header()
@@ -167,6 +213,18 @@ func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A client that went away sees no answer; there is no one else to
 		// tell.
 		_, _ = w.Write(body)
+		return
+	}
+	if stream {
+		if !l.stream(w, r, sse) {
+			l.mu.Lock()
+			l.requests[index].Cancelled = true
+			l.mu.Unlock()
+			select {
+			case l.cancelled <- struct{}{}:
+			default:
+			}
+		}
 		return
 	}
 	// As above.
