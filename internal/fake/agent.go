@@ -68,6 +68,9 @@ type agentRun struct {
 	arg int64
 	// index is the invocation's number in the script, from 0.
 	index int
+	// apiText is the API's error as the CLI prints it, when FAKE_AGENT_API's
+	// call was answered with one (callAPI).
+	apiText string
 }
 
 // Agent runs a fake AI agent CLI with args (without the program name) and
@@ -121,6 +124,10 @@ type agentRun struct {
 //     error (as the "auth" mode prints it) without taking a script line,
 //     and the credentials check exits 1; logged in (or unset), the check
 //     exits 0.
+//   - FAKE_AGENT_API: when set, Claude Code and Codex call the API their
+//     base URL variable names (ANTHROPIC_BASE_URL, OPENAI_BASE_URL) once,
+//     and its answer decides the mode in place of the script line (see
+//     callAPI).
 //
 // What each CLI prints in each mode, and where the fake departs from the
 // real CLI, is documented on its printer: claudeRun, codexRun, copilotRun,
@@ -186,6 +193,7 @@ func Agent(name string, args []string, getenv func(string) string, stdout, stder
 			fmt.Fprintf(stderr, "fake agent: %v\n", err)
 			return 2
 		}
+		r.callAPI()
 	} else {
 		r.mode = ModeAuth
 	}

@@ -79,6 +79,9 @@ func (r *agentRun) claude() int {
 		isError, apiStatus = true, 429
 	case ModeSecondary:
 		text = claudeAccountLimit
+		if r.apiText != "" {
+			text = r.apiText
+		}
 		events = append(events, c.retry(1, 429, "rate_limit"), c.retry(2, 429, "rate_limit"), c.assistant(text, "rate_limit"))
 		isError, apiStatus = true, 429
 	case ModeAuth:
