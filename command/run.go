@@ -113,7 +113,19 @@ type Config struct {
 	// Hostname names this machine in observations and the waiter table.
 	// "" means os.Hostname().
 	Hostname string
+	// ResumeRate is how many commands a second may start again per quota
+	// key after a quota wait, counted with the durable hosts' resumes on
+	// the same store (docs/lifecycle.md, Resume pacing). 0 means
+	// DefaultResumeRate; from MinResumeRate to MaxResumeRate.
+	ResumeRate float64
 }
+
+// The resume rate of a run, as serve's --resume-rate (package host).
+const (
+	DefaultResumeRate = 10
+	MinResumeRate     = 1.0 / 3600
+	MaxResumeRate     = 1e6
+)
 
 // Validate checks the fields that need no store: a command, a valid
 // policy, a known provider, a resume command without a token, DeferAfter in
@@ -137,6 +149,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Cleanup) == "" && c.Cleanup != "" {
 		return &InputError{Err: errors.New("--cleanup is blank")}
+	}
+	if r := c.ResumeRate; r != 0 && !(r >= MinResumeRate && r <= MaxResumeRate) { // NaN fails both
+		return &InputError{Err: fmt.Errorf("resume rate %v: want %g to %g a second", r, MinResumeRate, MaxResumeRate)}
 	}
 	if c.DeferAfter < 0 || c.DeferAfter > quota.MaxTotalWaitCap {
 		return &InputError{Err: fmt.Errorf("--defer-after %s: want a duration from 0s to %s", c.DeferAfter, quota.MaxTotalWaitCap)}
@@ -163,6 +178,7 @@ func (c *Config) withDefaults() *Config {
 		d.Rand = quota.NewRand()
 	}
 	d.Hostname = cmp.Or(d.Hostname, osHostname())
+	d.ResumeRate = cmp.Or(d.ResumeRate, DefaultResumeRate)
 	return &d
 }
 
@@ -391,6 +407,11 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 	planned := until.Sub(r.c.Clock.Now())
 	d, err := r.c.wait(ctx, waitSpec{Key: key, Label: r.label(key), Until: until, What: what, Command: r.commandLine})
 	r.budget.Refund(planned - d)
+	if err == nil && what == "Quota wait" {
+		var turn time.Duration
+		turn, err = r.takeTurn(ctx, key)
+		d = quota.SumSat(d, turn)
+	}
 	r.res.Waited = quota.SumSat(r.res.Waited, d)
 	name := key.Resource
 	if what != "Quota wait" {
@@ -406,6 +427,34 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 		r.res.WaitedFor = append(r.res.WaitedFor, name)
 	}
 	return err
+}
+
+// takeTurn waits, once a quota wait is over, for the key's next resume
+// slot, which the waiting commands and the durable hosts sharing the store
+// take in turn (store.Store.TakeResumeSlot; docs/lifecycle.md, Resume
+// pacing): the commands one reset releases start no faster than
+// Config.ResumeRate a second, beyond their jitter. A store that gives no
+// slot, or a turn the cap would refuse, lets the command go at once. It
+// returns how long it waited.
+func (r *runner) takeTurn(ctx context.Context, key quota.Key) (time.Duration, error) {
+	now := r.c.Clock.Now()
+	slot, err := r.c.Store.TakeResumeSlot(ctx, key, now, time.Duration(float64(time.Second)/r.c.ResumeRate))
+	d := slot.Sub(now)
+	if err != nil || d <= 0 || r.budget.Take(d) != nil {
+		return 0, nil
+	}
+	select {
+	case <-r.c.Clock.After(d):
+		return d, nil
+	case sig := <-r.c.Signals:
+		fmt.Fprintf(r.c.Stderr, "layover: Quota wait ended by %v\n", sig)
+		err = &InterruptedError{Signal: sig, What: "Quota wait"}
+	case <-ctx.Done():
+		err = &InterruptedError{What: "Quota wait", Err: ctx.Err()}
+	}
+	waited := min(max(r.c.Clock.Now().Sub(now), 0), d)
+	r.budget.Refund(d - waited)
+	return waited, err
 }
 
 // recordExhaustion learns when the exhausted quota resets, from the failure
