@@ -66,8 +66,10 @@ func (h *Host) maybeRecheckCredentials(ctx context.Context, now time.Time) {
 		return
 	}
 	h.loops.Add(1)
+	h.workStarted()
 	go func() {
 		defer h.loops.Done()
+		defer h.workEnded()
 		next := h.recheckCredentials(ctx, now)
 		h.mu.Lock()
 		h.authBusy = false

@@ -97,8 +97,10 @@ func (h *Host) maybeCleanup(ctx context.Context, now time.Time, ended bool) {
 		return
 	}
 	h.loops.Add(1)
+	h.workStarted()
 	go func() {
 		defer h.loops.Done()
+		defer h.workEnded()
 		next := h.runCleanups(ctx)
 		h.mu.Lock()
 		h.cleanups.busy = false

@@ -185,6 +185,8 @@ type Host struct {
 	// cleanups are the rounds of cleanup commands (cleanup.go); guarded by
 	// mu.
 	cleanups cleanupState
+	// still is what Still reports (still.go); guarded by mu but stilled.
+	still stillness
 }
 
 // active is a job this host holds.
@@ -244,7 +246,8 @@ func New(cfg Config) (*Host, error) {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	h := &Host{Jobs: front, grace: min(DefaultGrace, (c.Lease-c.Heartbeat)/2),
-		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+		active: map[string]*active{}, lastRes: map[quota.Key]time.Time{}, wake: make(chan struct{}, 1), watch: make(chan struct{}, 1), ended: make(chan struct{}, 1),
+		still: stillness{stilled: make(chan struct{}, 1)}}
 	front.live, front.wake = h.live, h.nudgeIfSooner
 	return h, nil
 }
@@ -412,8 +415,11 @@ func (h *Host) Stop() {
 
 // Nudge asks the scheduler to look for due work now, as after a submit.
 func (h *Host) Nudge() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	select {
 	case h.wake <- struct{}{}:
+		h.still.nudged = true
 	default:
 	}
 }
@@ -487,6 +493,7 @@ func (h *Host) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-h.wake:
+			h.nudged()
 		case <-h.cfg.Clock.After(sleep):
 		}
 	}
@@ -495,7 +502,11 @@ func (h *Host) loop(ctx context.Context) {
 func (h *Host) setSleepUntil(t time.Time) {
 	h.mu.Lock()
 	h.sleepUntil = t
+	h.still.woke(t.IsZero())
 	h.mu.Unlock()
+	if !t.IsZero() {
+		store.Signal(h.still.stilled)
+	}
 }
 
 // nudgeIfSooner wakes the loop when j, as this host just wrote it, has work
@@ -583,8 +594,10 @@ func (h *Host) startJob(ctx context.Context, j job.Job) {
 	default:
 	}
 	h.jobs.Add(1)
+	h.workStarted()
 	go func() {
 		defer h.jobs.Done()
+		defer h.workEnded()
 		defer func() {
 			cancel()
 			h.mu.Lock()

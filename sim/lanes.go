@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -72,7 +71,9 @@ type LanesConfig struct {
 	// Store is StoreSQLite (default) or StoreMemory; Dir is where the
 	// store's temporary directory is made (default the system's).
 	Store, Dir string
-	// Concurrency is how many attempts the host runs at once (default 64).
+	// Concurrency is how many attempts the host runs at once, and how many
+	// lanes are submitted at once (default 256, the most writes the SQLite
+	// store commits together).
 	Concurrency int
 	// Budget bounds the run's wall time (default 10 minutes): a run that
 	// has not ended by then stops and counts its unfinished lanes.
@@ -320,7 +321,7 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 		return rep, fmt.Errorf("lanes: --resource and --auth must be 0 to %d", MaxLanes)
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 64
+		cfg.Concurrency = 256
 	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = 10 * time.Minute
@@ -356,21 +357,25 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	sub := h.Subscribe(1 << 16)
 	if err := h.Start(ctx); err != nil {
 		return rep, err
 	}
 	defer h.Stop()
-	for _, l := range plan {
+	// The lanes are submitted concurrently, so that the store commits
+	// their submissions together (a group commit) rather than one by one.
+	if err := eachLane(plan, cfg.Concurrency, func(l *lane) error {
 		spec := job.Spec{Name: strings.ToLower(l.kind), Argv: []string{"lane", l.id}, Quota: []string{simProvider + ":" + l.id},
 			Provider: simProvider, MaxAttempts: host.DefaultMaxAttempts,
 			// The reconcile check: 1 says the lane's work is not done yet.
 			CheckCmd: "exit 1"}
 		if _, _, err := h.Submit(ctx, l.id, spec); err != nil {
-			return rep, fmt.Errorf("submit %s: %w", l.id, err)
+			return fmt.Errorf("submit %s: %w", l.id, err)
 		}
+		return nil
+	}); err != nil {
+		return rep, err
 	}
-	d := driver{st: st, clk: clk, h: h, sub: sub, total: len(plan), deadline: began.Add(cfg.Budget)}
+	d := driver{st: st, clk: clk, h: h, total: len(plan), deadline: began.Add(cfg.Budget)}
 	if err := d.run(ctx); err != nil {
 		return rep, err
 	}
@@ -390,6 +395,29 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 	slices.SortStableFunc(rep.Violations, func(a, b Violation) int { return strings.Compare(a.Lane, b.Lane) })
 	rep.Wall = time.Since(began)
 	return rep, nil
+}
+
+// eachLane runs fn for every lane, at most limit at a time, and returns
+// the first error.
+func eachLane(plan []*lane, limit int, fn func(*lane) error) error {
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	sem := make(chan struct{}, limit)
+	for _, l := range plan {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(l); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // openLaneStore opens a new SQLite store in a temporary directory, which
@@ -426,7 +454,6 @@ type driver struct {
 	st       store.Store
 	clk      *clock.Fake
 	h        *host.Host
-	sub      *host.Subscription
 	total    int
 	deadline time.Time
 	steps    int
@@ -448,10 +475,6 @@ const minStep = 30 * time.Second
 // maxVirtual bounds a run's simulated time: every lane's wait ends well
 // within it.
 const maxVirtual = 48 * time.Hour
-
-// pollEvery is how long the driver waits for an event before it reads the
-// store again.
-const pollEvery = 20 * time.Millisecond
 
 // errBudget is a run that did not end within its wall-time budget.
 var errBudget = errors.New("the lanes did not end within the time budget")
@@ -482,95 +505,49 @@ func (d *driver) run(ctx context.Context) error {
 	}
 }
 
-// waitStill waits until no lane runs or is due, and returns how many lanes
-// have ended and the next time anything is due (zero: nothing is). It
-// reads the store once the host's events have paused (quiet), or when none
-// came for a while (pollEvery): then it also nudges the host, and moves
-// the clock to a timer due within a second (a resume's pacing slot, the
-// host's short look again at work it could not move), which no lease can
-// notice.
+// waitStill waits until the host is still (host.Host.Still: its
+// scheduler asleep until a time ahead, nothing under way) and returns how
+// many lanes have ended and the next time anything is due (zero: nothing
+// is; at or before now: the host waits for the clock to move). The store
+// is read between two looks at the host that find it still in one epoch,
+// so nothing moved in between. The driver waits on the host's Stilled
+// signal alone: the wall clock only bounds the run (its budget). An
+// attempt that waited on the fake clock (a resume's pacing slot, which a
+// lane, resumed once on its own key, never meets) would keep the host
+// busy until the budget ends the run.
 func (d *driver) waitStill(ctx context.Context) (int, time.Time, error) {
+	budget := time.NewTimer(time.Until(d.deadline))
+	defer budget.Stop()
 	for {
-		// The next due time is read between two counts that agree, so
-		// that no job moved between the reads (a sweep and a claim
-		// between a count and the due time would look still).
-		before, err := d.st.CountJobs(ctx)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		at, due, err := d.st.NextJobDue(ctx)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		counts, err := d.st.CountJobs(ctx)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
 		if time.Now().After(d.deadline) {
+			counts, _ := d.st.CountJobs(ctx)
 			next, _ := d.clk.Next()
-			return 0, time.Time{}, fmt.Errorf("%w (at %s: jobs %v, next due %s, next timer %s)", errBudget,
-				stamp(d.clk.Now()), counts, stamp(at), stamp(next))
+			return 0, time.Time{}, fmt.Errorf("%w (at %s: jobs %v, next timer %s)", errBudget,
+				stamp(d.clk.Now()), counts, stamp(next))
 		}
-		ended := counts[job.Complete] + counts[job.Failed] + counts[job.Cancelled] + counts[job.Blocked]
-		busy := counts[job.Running] + counts[job.Resumable] // a ready job due now makes NextJobDue now
-		if busy == 0 && maps.Equal(before, counts) {
-			switch {
-			case ended == d.total:
-				return ended, time.Time{}, nil
-			case !due:
-				return ended, time.Time{}, nil
-			case at.After(d.clk.Now()):
+		if still, epoch := d.h.Still(); still {
+			counts, err := d.st.CountJobs(ctx)
+			if err != nil {
+				return 0, time.Time{}, err
+			}
+			at, due, err := d.st.NextJobDue(ctx)
+			if err != nil {
+				return 0, time.Time{}, err
+			}
+			if again, e := d.h.Still(); again && e == epoch {
+				ended := counts[job.Complete] + counts[job.Failed] + counts[job.Cancelled] + counts[job.Blocked]
+				if ended == d.total || !due {
+					return ended, time.Time{}, nil
+				}
 				return ended, at, nil
 			}
-		}
-		if busy == 0 && due && !at.After(d.clk.Now()) {
-			// A job is due and none runs: the host's scheduler may be
-			// parked on a fake-clock timer the driver will not move until
-			// all is still, so it is told to look now.
-			d.h.Nudge()
-		}
-		if err := d.awaitQuiet(ctx); err != nil {
-			return 0, time.Time{}, err
-		}
-	}
-}
-
-// quiet is how long the host's events must pause before the driver reads
-// the store again.
-const quiet = time.Millisecond
-
-// awaitQuiet waits for the host's events to pause, or for pollEvery with
-// none; after the latter it nudges the host and moves the clock over a
-// timer due within a second.
-func (d *driver) awaitQuiet(ctx context.Context) error {
-	timeout := time.NewTimer(pollEvery)
-	defer timeout.Stop()
-	got := false
-	for {
-		wait := timeout.C
-		var pause <-chan time.Time
-		if got {
-			pause = time.After(quiet)
+			continue
 		}
 		select {
-		case _, ok := <-d.sub.C():
-			if !ok {
-				return errors.New("the host stopped")
-			}
-			got = true
-		case <-pause:
-			return nil
-		case <-wait:
-			if got {
-				return nil
-			}
-			d.h.Nudge()
-			if at, ok := d.clk.Next(); ok && at.Sub(d.clk.Now()) <= time.Second {
-				d.clk.Set(at)
-			}
-			return nil
+		case <-d.h.Stilled():
+		case <-budget.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, time.Time{}, ctx.Err()
 		}
 	}
 }
