@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/clock"
@@ -71,9 +72,6 @@ type StrategyReport struct {
 	Waiting time.Duration `json:"-"`
 	// WaitingSeconds is Waiting for --json.
 	WaitingSeconds float64 `json:"waiting_seconds"`
-	// ProviderCalls counts requests that tried to leave the process (each
-	// refused): 0 unless something bypassed the fakes.
-	ProviderCalls int64 `json:"provider_calls"`
 }
 
 // FleetReport is what a fleet run found, one report per strategy.
@@ -85,11 +83,16 @@ type FleetReport struct {
 	DurationS  float64          `json:"duration_seconds"`
 	Seed       uint64           `json:"seed"`
 	Strategies []StrategyReport `json:"strategies"`
-	Wall       time.Duration    `json:"-"`
+	// ProviderCalls counts requests that tried to leave the process (each
+	// refused) while the strategies ran: 0 unless something bypassed the
+	// fakes.
+	ProviderCalls int64         `json:"provider_calls"`
+	Wall          time.Duration `json:"-"`
 }
 
-// Fleet runs cfg's scenario under each of its strategies, on a virtual
-// clock, and reports what each did.
+// Fleet runs cfg's scenario under each of its strategies, side by side
+// (each on its own virtual clock, fake quota and ledger, driven by one
+// goroutine), and reports what each did.
 func Fleet(ctx context.Context, cfg FleetConfig) (FleetReport, error) {
 	start := time.Now()
 	s := cfg.Scenario
@@ -100,13 +103,28 @@ func Fleet(ctx context.Context, cfg FleetConfig) (FleetReport, error) {
 	}
 	rep := FleetReport{Hosts: s.Hosts, Limit: s.Quota.Limit, Duration: s.Duration.Duration, DurationS: s.Duration.Seconds(),
 		Seed: cfg.Seed, Resets: int((s.Duration.Duration + s.Quota.Window.Duration - 1) / s.Quota.Window.Duration)}
-	for _, name := range s.Strategies {
-		r, err := runStrategy(ctx, cfg, name)
-		if err != nil {
-			return FleetReport{}, fmt.Errorf("%s: %w", name, err)
-		}
-		rep.Strategies = append(rep.Strategies, r)
+	runs := make([]*run, len(s.Strategies))
+	fakes := map[string]*fakeGitHub{}
+	for i, name := range s.Strategies {
+		runs[i] = newRun(ctx, cfg, name)
+		fakes[fleetAPIHost(name)] = runs[i].gh
 	}
+	net := guardFleetNetwork(fakes)
+	defer net.restore()
+	reports := make([]StrategyReport, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() { reports[i], errs[i] = r.run(cfg) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return FleetReport{}, fmt.Errorf("%s: %w", s.Strategies[i], err)
+		}
+	}
+	rep.Strategies = reports
+	rep.ProviderCalls = net.refused.Load()
 	rep.Wall = time.Since(start)
 	return rep, nil
 }
@@ -188,7 +206,7 @@ type fleetHost struct {
 	pass *command.PassConfig
 }
 
-func runStrategy(ctx context.Context, cfg FleetConfig, name string) (StrategyReport, error) {
+func newRun(ctx context.Context, cfg FleetConfig, name string) *run {
 	s := cfg.Scenario
 	clk := clock.NewFake(fleetStart)
 	r := &run{ctx: ctx, s: s, name: name, clk: clk, layer: name != StrategyNone,
@@ -198,8 +216,13 @@ func runStrategy(ctx context.Context, cfg FleetConfig, name string) (StrategyRep
 		policy: quota.DefaultPolicy()}
 	r.rep.Strategy = name
 	r.gh = &fakeGitHub{q: r.q, clk: clk, onCall: r.counted}
-	net := guardFleetNetwork(r.gh)
-	defer net.restore()
+	return r
+}
+
+// run drives the strategy's events in time order until the scenario's
+// duration has passed.
+func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
+	ctx, s := r.ctx, r.s
 	if r.layer {
 		cleanup, err := r.openHosts(cfg)
 		if err != nil {
@@ -221,13 +244,12 @@ func runStrategy(ctx context.Context, cfg FleetConfig, name string) (StrategyRep
 		if !ev.at.Before(r.end) {
 			break
 		}
-		clk.Set(ev.at)
+		r.clk.Set(ev.at)
 		if err := r.handle(ev); err != nil {
 			return StrategyReport{}, err
 		}
 	}
 	r.finish()
-	r.rep.ProviderCalls = net.refused.Load()
 	return r.rep, nil
 }
 
@@ -252,8 +274,11 @@ func (r *run) openHosts(cfg FleetConfig) (func(), error) {
 	}
 	cleanup := func() { _ = st.Close(); _ = os.RemoveAll(dir) }
 	getenv := func(k string) string {
-		if k == "GH_TOKEN" {
+		switch k {
+		case "GH_TOKEN":
 			return fleetToken
+		case "GITHUB_API_URL":
+			return "https://" + fleetAPIHost(r.name)
 		}
 		return ""
 	}
@@ -266,7 +291,7 @@ func (r *run) openHosts(cfg FleetConfig) (func(), error) {
 			return nil, err
 		}
 		pol := r.policy
-		tr, err := transport.New(r.gh, &transport.Options{Store: st, Principal: fleetUser, Clock: r.clk, Policy: &pol,
+		tr, err := transport.New(r.gh, &transport.Options{Provider: transport.GitHub(), Store: st, Principal: fleetUser, Clock: r.clk, Policy: &pol,
 			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(h)+2)), Mode: transport.ModeDefer, Hostname: name,
 			Command: "layover sim fleet", TransientRetries: -1})
 		if err != nil {
@@ -379,7 +404,7 @@ func (r *run) call(w *work) (callOutcome, time.Time, error) {
 	}
 	h := r.hosts[w.host]
 	for try := 0; ; try++ {
-		req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, "https://"+fleetAPIHost+"/repos/thirdshift/factory/issues", nil)
+		req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, "https://"+fleetAPIHost(r.name)+"/repos/thirdshift/factory/issues", nil)
 		if err != nil {
 			return 0, time.Time{}, err
 		}
@@ -522,9 +547,9 @@ func (rep FleetReport) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "  first minute after a reset: %d calls at most, %d resets re-exhausted in it\n", s.FirstMinuteMax, s.ReexhaustedResets)
 		fmt.Fprintf(&b, "  quota spent on admitted work: %.1f%%\n", s.WorkPercent)
 		fmt.Fprintf(&b, "  total waiting: %s\n", s.Waiting.Round(time.Second))
-		fmt.Fprintf(&b, "  provider calls: %d\n", s.ProviderCalls)
 	}
-	fmt.Fprintf(&b, "\nwall time: %s\n", rep.Wall.Round(time.Millisecond))
+	fmt.Fprintf(&b, "\nprovider calls: %d\n", rep.ProviderCalls)
+	fmt.Fprintf(&b, "wall time: %s\n", rep.Wall.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/layoverhq/layover/clock"
 )
 
-// fleetAPIHost is the API host the fleet's fake GitHub answers as. The
-// requests never leave the process: the transport sends them to
-// fakeGitHub, and GitHub's free /rate_limit (which the pass admission
+// fleetAPIHost is the API host a strategy's fake GitHub answers as (its
+// GITHUB_API_URL), one per strategy so that the strategies run side by
+// side. The requests never leave the process: the transport sends them
+// to fakeGitHub, and GitHub's free /rate_limit (which the pass admission
 // reads through net/http's default transport) is answered by fleetNet.
-const fleetAPIHost = "api.github.com"
+func fleetAPIHost(strategy string) string { return strategy + ".fleet.invalid" }
 
 // windowQuota is the fake provider's quota: limit calls in each window,
 // the windows back to back from start (a fixed reset every window, as
@@ -112,21 +113,21 @@ func (g *fakeGitHub) reply(req *http.Request, status int, now time.Time, body st
 // fake GitHub answers its own host, and every other request is counted
 // and refused, as networkGuard does.
 type fleetNet struct {
-	gh      *fakeGitHub
+	fakes   map[string]*fakeGitHub // by API host; read-only while installed
 	refused atomic.Int64
 	prev    http.RoundTripper
 }
 
-func guardFleetNetwork(gh *fakeGitHub) *fleetNet {
+func guardFleetNetwork(fakes map[string]*fakeGitHub) *fleetNet {
 	guardMu.Lock()
-	n := &fleetNet{gh: gh, prev: http.DefaultTransport}
+	n := &fleetNet{fakes: fakes, prev: http.DefaultTransport}
 	http.DefaultTransport = n
 	return n
 }
 
 func (n *fleetNet) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Host == fleetAPIHost && strings.HasSuffix(req.URL.Path, "/rate_limit") {
-		return n.gh.RoundTrip(req)
+	if gh, ok := n.fakes[req.URL.Host]; ok && strings.HasSuffix(req.URL.Path, "/rate_limit") {
+		return gh.RoundTrip(req)
 	}
 	n.refused.Add(1)
 	if req.Body != nil {

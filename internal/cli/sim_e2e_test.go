@@ -50,7 +50,7 @@ func TestSimFleet(t *testing.T) {
 	}
 	for _, want := range []string{"fleet: 5 hosts, 20m0s simulated, 1 windows of 5000 calls, seed 4\n",
 		"\nnone:\n", "\ndefaults:\n", "\npacing:\n", "  passes: ", " failed mid-work\n", "  commands: ",
-		" rejected (", "  quota spent on admitted work: ", "  total waiting: ", "  provider calls: 0\n"} {
+		" rejected (", "  quota spent on admitted work: ", "  total waiting: ", "\nprovider calls: 0\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

@@ -34,7 +34,7 @@ func (s *Store) RecordStates(ctx context.Context, states []quota.State) error {
 		return nil
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := recordStates(ctx, tx, states); err != nil {
+		if err := s.recordStates(ctx, tx, states); err != nil {
 			return err
 		}
 		return s.recordObservations(ctx, tx, states)
@@ -87,14 +87,21 @@ func (s *Store) recordObservations(ctx context.Context, tx *sql.Tx, states []quo
 	return nil
 }
 
+// selectObservations reads a key's history since a time, newest first.
+const selectObservations = `SELECT observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
+	FROM quota_observation WHERE host = ? AND principal = ? AND resource = ? AND observed_at_ms >= ?
+	ORDER BY bucket DESC LIMIT ?`
+
 // Observations implements store.Store.
 func (s *Store) Observations(ctx context.Context, key quota.Key, since time.Time, limit int) ([]store.Observation, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT observed_at_ms, remaining, limit_units, reset_at_ms, observed_by
-		FROM quota_observation WHERE host = ? AND principal = ? AND resource = ? AND observed_at_ms >= ?
-		ORDER BY bucket DESC LIMIT ?`, key.Host, key.Principal, key.Resource, store.MS(since), limit)
+	stmt, err := s.stmt(ctx, selectObservations) // prepared once per Store: a paced pass reads it
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, key.Host, key.Principal, key.Resource, store.MS(since), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +123,11 @@ func (s *Store) Observations(ctx context.Context, key quota.Key, since time.Time
 	return out, nil
 }
 
-func recordStates(ctx context.Context, tx *sql.Tx, states []quota.State) error {
-	stmt, err := tx.PrepareContext(ctx, upsertState)
+func (s *Store) recordStates(ctx context.Context, tx *sql.Tx, states []quota.State) error {
+	stmt, err := s.txStmt(ctx, tx, upsertState) // prepared once per Store, as recordObservations' are
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for _, st := range states {
 		if _, err := stmt.ExecContext(ctx, st.Host, st.Principal, st.Resource, st.Limit, st.Remaining,
 			store.MS(st.ResetAt), st.ResetKnown, st.RawReset, store.MS(st.ObservedAt), st.ObservedBy,
@@ -319,7 +325,7 @@ func (s *Store) LearnLogin(ctx context.Context, host, fingerprint, login string,
 		for i := range states {
 			states[i].Principal = login
 		}
-		if err := recordStates(ctx, tx, states); err != nil {
+		if err := s.recordStates(ctx, tx, states); err != nil {
 			return err
 		}
 		if _, err = tx.ExecContext(ctx, `DELETE FROM quota_state WHERE host = ? AND principal = ?`, host, tokPrincipal); err != nil {
