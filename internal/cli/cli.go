@@ -103,6 +103,7 @@ func commands() []subcommand {
 		{"classify", runClassify},
 		{"receipt", runReceipt},
 		{"serve", runServe},
+		{"gateway", runGateway},
 		{"submit", runSubmit},
 		{"schedule", runSchedule},
 		{"jobs", runJobs},

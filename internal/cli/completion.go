@@ -23,7 +23,7 @@ func commandGroups() map[string][]string {
 	for _, c := range simCommands() {
 		sims = append(sims, c.name)
 	}
-	return map[string][]string{"flow": flow, "schedule": sched, "receipt": {"validate", "show"}, "sim": sims}
+	return map[string][]string{"flow": flow, "schedule": sched, "receipt": {"validate", "show"}, "sim": sims, "gateway": {"env"}}
 }
 
 // completionFlag is one flag as a completion offers it.

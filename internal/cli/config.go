@@ -53,6 +53,10 @@ var configKeys = map[string]configKey{
 	"listen":            {},
 	"token-file":        {},
 	"drain-timeout":     {},
+	"max-hold":          {},
+	"max-body":          {},
+	"upstream":          {repeatable: true, split: strings.Fields},
+	"allow-remote":      {},
 }
 
 // configKey is how a config key's value is read and shown.
@@ -86,7 +90,7 @@ func envName(name string) string {
 var configScopes = map[string]bool{
 	"pass": true, "run": true, "status": true, "activity": true, "serve": true, "submit": true,
 	"jobs": true, "show": true, "cancel": true, "approve": true, "unblock": true, "adopt": true,
-	"checkpoint": true, "flow": true, "flow run": true, "flow submit": true, "flow status": true, "flow cancel": true,
+	"checkpoint": true, "gateway": true, "flow": true, "flow run": true, "flow submit": true, "flow status": true, "flow cancel": true,
 }
 
 // configSchema is what a config file may hold: configKeys, at the top

@@ -78,6 +78,16 @@ var helpTable = map[string]helpEntry{
 		examples: []string{"layover serve", "layover serve --store postgres://layover@db/fleet --listen 127.0.0.1:9464", "layover serve --drain-timeout 2m --notify slack:https://hooks.slack.com/services/..."},
 		exits:    []string{"0    stopped by SIGINT or SIGTERM (after the drain)", "2    usage error; also on Windows, which has no serve", exitInternalLine},
 	},
+	"gateway": {
+		summary:  "proxy the LLM APIs for every agent and SDK on this host, sharing one quota ledger (docs/gateway.md)",
+		examples: []string{"layover gateway", "layover gateway --listen 127.0.0.1:8089 --max-hold 10s --store postgres://layover@db/fleet", "layover gateway --upstream openai=https://proxy.example.com/openai"},
+		exits:    []string{"0    stopped by SIGINT or SIGTERM (after in-flight requests, up to --drain-timeout)", "1    the --listen address cannot be bound", exitUsageLine + "; a --listen other than loopback without --allow-remote", exitInternalLine},
+	},
+	"gateway env": {
+		summary:  "print the exports that point the SDKs and agent CLIs at a gateway",
+		examples: []string{"layover gateway env", "layover gateway env --url http://127.0.0.1:9000"},
+		exits:    []string{"0    printed", exitUsageLine},
+	},
 	"submit": {
 		summary:  "queue a job for the durable host",
 		examples: []string{"layover submit --quota github --id nightly-sync -- ./sync.sh", "layover submit --agent codex --resume-cmd 'codex resume {session_id}' -- codex exec 'upgrade deps'", "layover submit --in 2h -- ./sync.sh"},

@@ -1,0 +1,579 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/layoverhq/layover/clock"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/redact"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/transport"
+)
+
+// Defaults of Options (docs/gateway.md).
+const (
+	DefaultMaxHold    = 30 * time.Second
+	DefaultMaxBody    = 32 << 20 // 32 MiB
+	DefaultResumeRate = 10.0     // requests per second per key after a hold (docs/design.md, Defaults)
+	// MaxMaxHold bounds Options.MaxHold.
+	MaxMaxHold = time.Hour
+)
+
+// Options configures a Gateway. Every zero field means the default stated
+// on it.
+type Options struct {
+	// Upstreams maps a route name (Anthropic, OpenAI, Gemini) to its
+	// upstream base URL (see ParseUpstream); a route missing from it
+	// goes to DefaultUpstreams()[name]. Another name is an error.
+	Upstreams map[string]string
+	// Store is the shared ledger; nil keeps it in memory only. The
+	// Gateway never closes it.
+	Store store.Store
+	// Policy is the quota policy (reserve, reset margin and jitter,
+	// unknown reset, throttle wait); nil means quota.DefaultPolicy().
+	// Its MaxTotalWait is not used: MaxHold is the gateway's cap.
+	Policy *quota.Policy
+	// MaxHold is the longest a request is held before it is sent; a
+	// request whose key resumes later is answered at once (429). 0 means
+	// DefaultMaxHold; negative or over MaxMaxHold is an error.
+	MaxHold time.Duration
+	// NoHold answers every held-back request at once, whatever MaxHold.
+	NoHold bool
+	// MaxBody is the largest request body, in bytes; a larger one is
+	// answered 413. 0 means DefaultMaxBody; negative is an error.
+	MaxBody int64
+	// ResumeRate is how many held requests of one key (host, principal)
+	// go out per second once their hold ends. 0 means DefaultResumeRate;
+	// negative, NaN or infinite is an error.
+	ResumeRate float64
+	// Pace paces low-priority requests as transport.Options.Pace does
+	// (docs/pacing.md).
+	Pace bool
+	// Clock and Rand: the time and the jitter source; nil means the
+	// system clock and a runtime-seeded source.
+	Clock clock.Clock
+	Rand  quota.Rand
+	// Logger receives the transport's wait and deferral lines and the
+	// gateway's failures; nil discards. No line holds a key or a URL.
+	Logger *slog.Logger
+	// Hostname is recorded as the observer of every state; "" means
+	// os.Hostname().
+	Hostname string
+	// Next sends requests upstream; nil means a clone of
+	// http.DefaultTransport tuned for one gateway (more idle connections
+	// per host, no transparent decompression).
+	Next http.RoundTripper
+	// Registerer receives the gateway's metrics (docs/metrics.md); nil
+	// means none are registered.
+	Registerer prometheus.Registerer
+}
+
+// Gateway is the proxy: an http.Handler. Make it with New; safe for
+// concurrent use.
+type Gateway struct {
+	routes  map[string]*route
+	clock   clock.Clock
+	log     *slog.Logger
+	maxHold time.Duration
+	noHold  bool
+	maxBody int64
+	pacer   *pacer
+	m       *metrics
+	next    http.RoundTripper
+}
+
+// route is one provider's forwarding.
+type route struct {
+	name  string
+	base  *url.URL
+	tr    *transport.Transport
+	proxy *httputil.ReverseProxy
+}
+
+// New makes a Gateway from opts.
+func New(opts Options) (*Gateway, error) {
+	g := &Gateway{clock: opts.Clock, log: opts.Logger, maxHold: opts.MaxHold, noHold: opts.NoHold, maxBody: opts.MaxBody, next: opts.Next}
+	switch {
+	case opts.MaxHold < 0 || opts.MaxHold > MaxMaxHold:
+		return nil, fmt.Errorf("gateway: MaxHold %s: want 0 to %s", opts.MaxHold, MaxMaxHold)
+	case opts.MaxBody < 0:
+		return nil, fmt.Errorf("gateway: MaxBody %d is negative", opts.MaxBody)
+	case opts.ResumeRate < 0 || math.IsNaN(opts.ResumeRate) || math.IsInf(opts.ResumeRate, 0):
+		return nil, fmt.Errorf("gateway: ResumeRate %v: want a positive number", opts.ResumeRate)
+	}
+	if g.maxHold == 0 {
+		g.maxHold = DefaultMaxHold
+	}
+	if g.maxBody == 0 {
+		g.maxBody = DefaultMaxBody
+	}
+	rate := opts.ResumeRate
+	if rate == 0 {
+		rate = DefaultResumeRate
+	}
+	if g.clock == nil {
+		g.clock = clock.Real{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.next == nil {
+		g.next = defaultNext()
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	for name := range opts.Upstreams {
+		if !knownRoute(name) {
+			return nil, fmt.Errorf("gateway: unknown route %q: want %s, %s or %s", name, Anthropic, OpenAI, Gemini)
+		}
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	g.m = m
+	g.pacer = newPacer(g.clock, rate)
+	pol := quota.DefaultPolicy()
+	if opts.Policy != nil {
+		pol = *opts.Policy
+	}
+	// The transport never waits (ModeDefer): the gateway holds, so the
+	// cap is MaxHold; the policy's own cap only has to validate.
+	rand := opts.Rand
+	if rand == nil {
+		rand = quota.NewRand()
+	}
+	lr := &lockedRand{r: rand}
+	defaults := DefaultUpstreams()
+	g.routes = map[string]*route{}
+	for _, name := range Routes() {
+		raw, ok := opts.Upstreams[name]
+		if !ok {
+			raw = defaults[name]
+		}
+		base, err := ParseUpstream(raw)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: upstream of %s: %w", name, err)
+		}
+		rt := &route{name: name, base: base}
+		rt.tr, err = transport.New(&timed{next: g.next, h: m.upstream.WithLabelValues(name), clock: g.clock}, &transport.Options{
+			Provider:         providerOf(name),
+			Policy:           &pol,
+			Store:            opts.Store,
+			Command:          "layover gateway",
+			Clock:            g.clock,
+			Rand:             lr,
+			Mode:             transport.ModeDefer,
+			Pace:             opts.Pace,
+			Logger:           g.log,
+			Hostname:         opts.Hostname,
+			TransientRetries: -1,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		rt.proxy = &httputil.ReverseProxy{
+			Rewrite:       func(*httputil.ProxyRequest) {}, // the handler sets the outgoing URL (see forward)
+			Transport:     &holder{g: g, rt: rt},
+			FlushInterval: -1,
+			ErrorHandler:  g.proxyError(rt),
+			ErrorLog:      nil,
+		}
+		g.routes[name] = rt
+	}
+	return g, nil
+}
+
+// providerOf is the transport's Provider of a route.
+func providerOf(name string) *transport.Provider {
+	switch name {
+	case Anthropic:
+		return transport.Anthropic()
+	case OpenAI:
+		return transport.OpenAI()
+	default:
+		return transport.Gemini()
+	}
+}
+
+// defaultNext is http.DefaultTransport tuned for a gateway: every agent of
+// a host goes through it to a few hosts, so it keeps more idle connections
+// per host; it asks for no compression of its own, so a body arrives as the
+// upstream sent it.
+func defaultNext() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1000
+	t.MaxIdleConnsPerHost = 256
+	t.DisableCompression = true
+	return t
+}
+
+// Close flushes the ledger writes of every route to the store and closes
+// idle upstream connections. The Gateway stays usable.
+func (g *Gateway) Close() error {
+	var first error
+	for _, name := range Routes() {
+		rt := g.routes[name]
+		if err := rt.tr.Close(); err != nil && first == nil {
+			first = err
+		}
+		rt.tr.CloseIdleConnections()
+	}
+	return first
+}
+
+// States returns every route's in-memory view of the quotas (as
+// transport.Transport.States), by route.
+func (g *Gateway) States() map[string][]quota.State {
+	out := map[string][]quota.State{}
+	for name, rt := range g.routes {
+		out[name] = rt.tr.States()
+	}
+	return out
+}
+
+// reqInfo is what the handler and the holder share about one request.
+type reqInfo struct {
+	route   string
+	low     bool
+	held    time.Duration // time spent held, 0 when never
+	wasHeld bool
+	sent    bool     // the upstream answered
+	local   bool     // answered by the gateway (429)
+	tok     []string // the request's credentials, to mask them in errors
+}
+
+type infoKey struct{}
+
+// ServeHTTP forwards r by its route (see the package documentation).
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w}
+	info := &reqInfo{route: "none"}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // the sentinel panic value itself
+				g.m.requests.WithLabelValues(info.route, OutcomeCanceled).Inc()
+				panic(v)
+			}
+			g.log.Error("layover gateway: recovered from a failure", "route", info.route, "panic", redact.String(fmt.Sprint(v), info.tok...))
+			if !rec.wrote {
+				writeError(rec, http.StatusInternalServerError, "layover gateway: internal error")
+			}
+			g.m.requests.WithLabelValues(info.route, OutcomeInternal).Inc()
+		}
+	}()
+	name, rest, ok := splitRoute(r.URL.EscapedPath())
+	if !ok {
+		writeError(rec, http.StatusNotFound, "layover gateway: no route for this path: want /anthropic/…, /openai/… or /gemini/…")
+		g.m.requests.WithLabelValues(info.route, OutcomeBadRequest).Inc()
+		return
+	}
+	rt := g.routes[name]
+	info.route = name
+	info.tok = credentials(r)
+	if r.ContentLength > g.maxBody {
+		writeError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("layover gateway: the request body is larger than %d bytes", g.maxBody))
+		g.m.requests.WithLabelValues(name, OutcomeBadRequest).Inc()
+		return
+	}
+	u, err := target(rt.base, rest, r.URL.RawQuery)
+	if err != nil {
+		writeError(rec, http.StatusBadRequest, "layover gateway: the path is not a valid escaped path")
+		g.m.requests.WithLabelValues(name, OutcomeBadRequest).Inc()
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(rec, r.Body, g.maxBody)
+	}
+	info.low = lowPriority(r.Header)
+	ctx := context.WithValue(r.Context(), infoKey{}, info)
+	if info.low {
+		ctx = transport.WithLowPriority(ctx)
+	}
+	out := r.WithContext(ctx)
+	out.URL = u
+	out.Host = ""
+	out.RequestURI = ""
+	out.Header = r.Header.Clone()
+	out.Header.Del(PriorityHeader)
+	rt.proxy.ServeHTTP(rec, out)
+	g.m.requests.WithLabelValues(name, outcomeOf(info, rec.status, r.Context().Err() != nil)).Inc()
+}
+
+// outcomeOf is the outcome label of a finished request.
+func outcomeOf(info *reqInfo, status int, canceled bool) string {
+	switch {
+	case info.local:
+		return OutcomeAnsweredLocally
+	case info.sent && info.wasHeld:
+		return OutcomeHeldThenSent
+	case info.sent && status == http.StatusTooManyRequests:
+		return OutcomeRejected
+	case info.sent && status >= 400:
+		return OutcomeUpstreamStatus
+	case info.sent:
+		return OutcomeOK
+	case canceled:
+		return OutcomeCanceled
+	case status == http.StatusRequestEntityTooLarge:
+		return OutcomeBadRequest
+	}
+	return OutcomeUpstreamError
+}
+
+// proxyError answers a request the proxy could not forward: a local 429
+// for a deferral, 413 for a body past MaxBody, nothing for a client that
+// went away, else 502 with the cause (its credentials masked).
+func (g *Gateway) proxyError(rt *route) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		info, _ := r.Context().Value(infoKey{}).(*reqInfo)
+		if info == nil {
+			info = &reqInfo{}
+		}
+		var de *quota.DeferralError
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &de):
+			info.local = true
+			writeDeferred(w, rt.name, de, g.clock.Now())
+		case errors.As(err, &tooBig):
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("layover gateway: the request body is larger than %d bytes", tooBig.Limit))
+		case r.Context().Err() != nil:
+			// The client went away: there is no one to answer.
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			msg := redact.String(err.Error(), info.tok...)
+			g.log.Warn("layover gateway: upstream unreachable", "route", rt.name, "err", msg)
+			writeError(w, http.StatusBadGateway, "layover gateway: the "+rt.name+" upstream "+rt.base.Host+" could not be reached: "+msg)
+		}
+	}
+}
+
+// credentials returns the credential values a request carries, to mask
+// them in any text the gateway writes.
+func credentials(r *http.Request) []string {
+	var out []string
+	for _, h := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Api-Key"} {
+		for _, v := range r.Header.Values(h) {
+			out = append(out, v)
+			if _, tok, ok := cutScheme(v); ok {
+				out = append(out, tok)
+			}
+		}
+	}
+	if k := r.URL.Query().Get("key"); k != "" {
+		out = append(out, k)
+	}
+	return out
+}
+
+// cutScheme splits "Bearer TOKEN".
+func cutScheme(v string) (scheme, tok string, ok bool) {
+	for i := 0; i < len(v); i++ {
+		if v[i] == ' ' {
+			return v[:i], v[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// holder is a route's RoundTripper under the proxy: it sends through the
+// route's transport, and when the transport defers the request (its key
+// held back), holds it until the resume time, within MaxHold, and tries
+// again; a deferral it does not hold is returned for proxyError to answer.
+type holder struct {
+	g  *Gateway
+	rt *route
+}
+
+func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := h.g
+	info, _ := req.Context().Value(infoKey{}).(*reqInfo)
+	if info == nil {
+		info = &reqInfo{}
+	}
+	ctx := req.Context()
+	body := req.Body
+	budget := g.maxHold
+	for {
+		out := req
+		if body != nil && body != http.NoBody {
+			// The transport closes the body of a request it does not
+			// send; a held request must keep it for the try after.
+			out = req.Clone(ctx)
+			out.Body = noClose{body}
+			out.GetBody = nil
+		}
+		resp, err := h.rt.tr.RoundTrip(out)
+		var de *quota.DeferralError
+		if !errors.As(err, &de) {
+			if err == nil {
+				info.sent = true
+			}
+			return resp, err
+		}
+		now := g.clock.Now()
+		wait := de.ResumeAt.Sub(now)
+		if info.low || g.noHold || de.ResumeAt.IsZero() || wait > budget {
+			return nil, err
+		}
+		start := now
+		g.m.held.Inc()
+		herr := sleep(ctx, g.clock, wait)
+		if herr == nil {
+			herr = g.pacer.wait(ctx, pacerKey{de.Key.Host, de.Key.Principal})
+		}
+		g.m.held.Dec()
+		spent := g.clock.Now().Sub(start)
+		info.held += spent
+		info.wasHeld = true
+		g.m.hold.Observe(spent.Seconds())
+		if herr != nil {
+			return nil, herr
+		}
+		budget -= max(wait, 0)
+	}
+}
+
+// noClose is a request body the transport may close without closing it.
+type noClose struct {
+	r interface{ Read([]byte) (int, error) }
+}
+
+func (n noClose) Read(p []byte) (int, error) { return n.r.Read(p) }
+func (noClose) Close() error                 { return nil }
+
+// sleep waits d on c, or until ctx ends.
+func sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-c.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// timed is the RoundTripper under a route's transport: it times each
+// upstream call to its response headers.
+type timed struct {
+	next  http.RoundTripper
+	h     prometheus.Observer
+	clock clock.Clock
+}
+
+func (t *timed) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := t.clock.Now()
+	resp, err := t.next.RoundTrip(req)
+	t.h.Observe(t.clock.Now().Sub(start).Seconds())
+	return resp, err
+}
+
+// recorder notes whether, and with what status, a response was begun.
+type recorder struct {
+	http.ResponseWriter
+	wrote  bool
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if code >= 200 && !r.wrote {
+		r.wrote, r.status = true, code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if !r.wrote {
+		r.wrote, r.status = true, http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController (the proxy's flushes) reach the
+// connection's writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush flushes the underlying writer.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// lockedRand serializes a quota.Rand shared by the routes' transports.
+type lockedRand struct {
+	mu sync.Mutex
+	r  quota.Rand
+}
+
+func (l *lockedRand) Int64N(n int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Int64N(n)
+}
+
+// pacerKey is the (host, principal) whose held requests are paced.
+type pacerKey struct{ host, principal string }
+
+// pacer releases held requests of one key at most rate per second: each
+// takes the next free slot, interval apart (docs/gateway.md, Resume rate).
+type pacer struct {
+	clock    clock.Clock
+	interval time.Duration
+	mu       sync.Mutex
+	next     map[pacerKey]time.Time
+}
+
+func newPacer(c clock.Clock, rate float64) *pacer {
+	iv := time.Duration(float64(time.Second) / rate)
+	if rate < 1e-9 || iv <= 0 {
+		iv = time.Nanosecond
+	}
+	return &pacer{clock: c, interval: iv, next: map[pacerKey]time.Time{}}
+}
+
+// wait waits for k's next slot, or until ctx ends (the slot is then not
+// given back: the pace errs on the slow side).
+func (p *pacer) wait(ctx context.Context, k pacerKey) error {
+	p.mu.Lock()
+	now := p.clock.Now()
+	slot := now
+	if n, ok := p.next[k]; ok && n.After(now) {
+		slot = n
+	}
+	p.next[k] = slot.Add(p.interval)
+	if len(p.next) > 4096 {
+		for key, n := range p.next {
+			if !n.After(now) {
+				delete(p.next, key)
+			}
+		}
+	}
+	p.mu.Unlock()
+	return sleep(ctx, p.clock, slot.Sub(now))
+}
+
+// Upstream returns route's upstream base URL ("" for an unknown route).
+func (g *Gateway) Upstream(route string) string {
+	rt, ok := g.routes[route]
+	if !ok {
+		return ""
+	}
+	return rt.base.String()
+}
