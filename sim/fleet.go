@@ -18,6 +18,7 @@ import (
 	"github.com/layoverhq/layover/clock"
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/transport"
 )
@@ -39,9 +40,10 @@ type FleetConfig struct {
 	// Seed fixes the passes' jitter and layover's own wait jitter: two
 	// runs with one seed give the same figures.
 	Seed uint64
-	// Dir is where the ledger's temporary SQLite store is made (default
-	// /dev/shm when it is a directory, else the system's temporary one).
-	Dir string
+	// Ledger is LedgerMemory (default) or LedgerSQLite. Dir is where a
+	// SQLite ledger's temporary file is made (default /dev/shm when it is
+	// a directory, else the system's temporary one).
+	Ledger, Dir string
 }
 
 // StrategyReport is what one strategy did over the run.
@@ -257,22 +259,31 @@ func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
 // admission, as `layover pass --quota github` and a command's transport
 // run them.
 func (r *run) openHosts(cfg FleetConfig) (func(), error) {
-	parent := cfg.Dir
-	if parent == "" {
-		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-			parent = "/dev/shm"
+	var st store.Store
+	cleanup := func() {}
+	switch cfg.Ledger {
+	case "", LedgerMemory:
+		st = newMemLedger()
+	case LedgerSQLite:
+		parent := cfg.Dir
+		if parent == "" {
+			if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+				parent = "/dev/shm"
+			}
 		}
+		dir, err := os.MkdirTemp(parent, "layover-fleet-")
+		if err != nil {
+			return nil, err
+		}
+		db, err := sqlite.Open(r.ctx, filepath.Join(dir, "layover.db"))
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		st, cleanup = db, func() { _ = db.Close(); _ = os.RemoveAll(dir) }
+	default:
+		return nil, fmt.Errorf("fleet: the ledger is memory or sqlite, not %q", cfg.Ledger)
 	}
-	dir, err := os.MkdirTemp(parent, "layover-fleet-")
-	if err != nil {
-		return nil, err
-	}
-	st, err := sqlite.Open(r.ctx, filepath.Join(dir, "layover.db"))
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	cleanup := func() { _ = st.Close(); _ = os.RemoveAll(dir) }
 	getenv := func(k string) string {
 		switch k {
 		case "GH_TOKEN":

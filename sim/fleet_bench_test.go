@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkFleet runs examples/sim/thirdshift.yaml's full simulated day
-// under its three strategies (docs/benchmarks.md):
+// under its three strategies, on each ledger (docs/benchmarks.md):
 //
 //	go test ./sim -run '^$' -bench Fleet -benchtime 1x
 func BenchmarkFleet(b *testing.B) {
@@ -14,13 +14,17 @@ func BenchmarkFleet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range rep.Strategies {
-			b.ReportMetric(r.RejectedPerHostPerReset, r.Strategy+"-rejected/host/reset")
-		}
+	for _, ledger := range []string{LedgerMemory, LedgerSQLite} {
+		b.Run(ledger, func(b *testing.B) {
+			for b.Loop() {
+				rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: 1, Ledger: ledger})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range rep.Strategies {
+					b.ReportMetric(r.RejectedPerHostPerReset, r.Strategy+"-rejected/host/reset")
+				}
+			}
+		})
 	}
 }

@@ -99,13 +99,13 @@ func TestParseScenarioFaults(t *testing.T) {
 	}
 }
 
-func runSmall(t *testing.T, seed uint64) FleetReport {
+func runSmall(t *testing.T, seed uint64, ledger string) FleetReport {
 	t.Helper()
 	s, err := ParseScenario([]byte(small))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: seed, Dir: t.TempDir()})
+	rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: seed, Ledger: ledger, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +116,24 @@ func runSmall(t *testing.T, seed uint64) FleetReport {
 // Two runs with one seed give the same figures; another seed moves them.
 func TestFleetDeterministic(t *testing.T) {
 	t.Parallel()
-	a, b := runSmall(t, 3), runSmall(t, 3)
+	a, b := runSmall(t, 3, LedgerMemory), runSmall(t, 3, LedgerMemory)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("one seed, two reports:\n%+v\n%+v", a, b)
+	}
+	if c := runSmall(t, 4, LedgerMemory); reflect.DeepEqual(a, c) {
+		t.Errorf("seeds 3 and 4 gave one report: %+v", a)
+	}
+}
+
+// The in-memory ledger reports what the real SQLite store does: a run on
+// each, with one seed, gives the same figures.
+func TestFleetLedgers(t *testing.T) {
+	t.Parallel()
+	for _, seed := range []uint64{1, 2} {
+		mem, db := runSmall(t, seed, LedgerMemory), runSmall(t, seed, LedgerSQLite)
+		if !reflect.DeepEqual(mem, db) {
+			t.Errorf("seed %d: memory and sqlite ledgers differ:\n%+v\n%+v", seed, mem, db)
+		}
 	}
 }
 
@@ -127,7 +142,7 @@ func TestFleetDeterministic(t *testing.T) {
 // none and take fewer rejections; pacing takes no more than the defaults.
 func TestFleetStrategies(t *testing.T) {
 	t.Parallel()
-	rep := runSmall(t, 1)
+	rep := runSmall(t, 1, LedgerMemory)
 	if len(rep.Strategies) != 3 {
 		t.Fatalf("%d strategies", len(rep.Strategies))
 	}

@@ -185,7 +185,7 @@ var helpTable = map[string]helpEntry{
 	},
 	"sim fleet": {
 		summary:  "run a fleet scenario (YAML) with no layover, layover's defaults and pacing, on a virtual clock against a fake quota",
-		examples: []string{"layover sim fleet examples/sim/thirdshift.yaml", "layover sim fleet examples/sim/thirdshift.yaml --duration 2h --seed 7 --json"},
+		examples: []string{"layover sim fleet examples/sim/thirdshift.yaml", "layover sim fleet examples/sim/thirdshift.yaml --duration 2h --seed 7 --json", "layover sim fleet examples/sim/thirdshift.yaml --ledger sqlite"},
 		exits:    []string{"0    the scenario ran", exitUsageLine + " (a fault of the file, at its line)", exitInternalLine},
 	},
 	"demo": {

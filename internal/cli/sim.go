@@ -34,7 +34,7 @@ func runSim(ctx context.Context, env *Env, args []string) error {
 
 func simUsage(w io.Writer) {
 	_, _ = io.WriteString(w, "Usage: layover sim lanes --resource N --auth N [--seed S] [--store sqlite|memory]\n")
-	_, _ = io.WriteString(w, "       layover sim fleet FILE [--seed N] [--duration D] [--json]\n")
+	_, _ = io.WriteString(w, "       layover sim fleet FILE [--seed N] [--duration D] [--ledger memory|sqlite] [--json]\n")
 	writeGroupHelp(w, "sim")
 	_, _ = io.WriteString(w, "\nRuns layover's real host on a virtual clock with fake providers (docs/simulator.md).\n")
 }
@@ -90,6 +90,7 @@ func runSimLanes(ctx context.Context, env *Env, args []string) error {
 type SimFleetOptions struct {
 	Seed     uint64
 	Duration time.Duration
+	Ledger   string
 	JSON     bool
 }
 
@@ -98,15 +99,19 @@ type SimFleetOptions struct {
 // flags is a usage error (exit 2), placed at its line.
 func runSimFleet(ctx context.Context, env *Env, args []string) error {
 	var opts SimFleetOptions
-	fs := newFlagSet("sim fleet", "sim fleet FILE [--seed N] [--duration D] [--json]")
+	fs := newFlagSet("sim fleet", "sim fleet FILE [--seed N] [--duration D] [--ledger memory|sqlite] [--json]")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the passes' jitter and layover's wait jitter")
 	fs.durationVar(&opts.Duration, "duration", 0, 0, sim.MaxFleetDuration, "simulate this long instead of the file's duration")
+	fs.StringVar(&opts.Ledger, "ledger", sim.LedgerMemory, "the fleet's ledger: memory, or sqlite (the real store on a temporary file, slower)")
 	fs.BoolVar(&opts.JSON, "json", false, "print the report as one JSON object")
 	if err := fs.parseArgs(env, args); err != nil {
 		return err
 	}
 	if len(fs.Args()) != 1 {
 		return usageErr("sim fleet: give one scenario file (docs/simulator.md)")
+	}
+	if opts.Ledger != sim.LedgerMemory && opts.Ledger != sim.LedgerSQLite {
+		return usageErr("sim fleet: --ledger is memory or sqlite, not %q", shown(opts.Ledger))
 	}
 	s, err := sim.ParseScenarioFile(fs.Args()[0])
 	if err != nil { // a *sim.ScenarioError at its line, or a file that cannot be read
@@ -117,7 +122,7 @@ func runSimFleet(ctx context.Context, env *Env, args []string) error {
 			return usageErr("sim fleet: %s", shown(err.Error()))
 		}
 	}
-	rep, err := sim.Fleet(ctx, sim.FleetConfig{Scenario: s, Seed: opts.Seed})
+	rep, err := sim.Fleet(ctx, sim.FleetConfig{Scenario: s, Seed: opts.Seed, Ledger: opts.Ledger})
 	if err != nil {
 		return internalErr("sim fleet: %v", err)
 	}

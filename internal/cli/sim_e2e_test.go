@@ -79,7 +79,7 @@ func TestSimFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"sim", "fleet", bad}, {"sim", "fleet"}, {"sim", "fleet", file, "--duration", "9000h"},
-		{"sim", "fleet", file, "extra.yaml"}} {
+		{"sim", "fleet", file, "extra.yaml"}, {"sim", "fleet", file, "--ledger", "postgres"}} {
 		r := b.layover(args...)
 		if r.code != 2 {
 			t.Errorf("layover %v: exit %d, want 2 (%s)", args, r.code, r.stderr)
