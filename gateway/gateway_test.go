@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -429,3 +430,97 @@ func TestDisconnectCancelsUpstream(t *testing.T) {
 		t.Error("the client's request did not fail")
 	}
 }
+
+// After a reset, held requests of one key go out at the resume rate, not
+// all at once: with three held at 10 per second, one is sent at the reset,
+// the next 100 ms later, the last 200 ms later (fake clock).
+func TestHeldReleasedAtResumeRate(t *testing.T) {
+	t.Parallel()
+	b := &bench{}
+	calls := make(chan struct{}, 16)
+	first := true
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		now := b.clock.Now()
+		mu.Lock()
+		remaining := "50"
+		if first {
+			remaining, first = "0", false
+		}
+		mu.Unlock()
+		h := w.Header()
+		h.Set("Date", now.Format(http.TimeFormat))
+		h.Set("Anthropic-Ratelimit-Requests-Limit", "100")
+		h.Set("Anthropic-Ratelimit-Requests-Remaining", remaining)
+		h.Set("Anthropic-Ratelimit-Requests-Reset", now.Add(20*time.Second).Format(time.RFC3339))
+		_, _ = io.WriteString(w, `{}`)
+		calls <- struct{}{}
+	}))
+	defer up.Close()
+	*b = *newBench(t, gateway.Options{Policy: noMargin(), ResumeRate: 10, Upstreams: map[string]string{gateway.Anthropic: up.URL}})
+	key := keyHeader(gateway.Anthropic, "sk-ant-rate-0123456789")
+	b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+	<-calls
+	timers := b.clock.TimerAdded()
+	done := make(chan int, 3)
+	for range 3 {
+		go func() {
+			resp, _ := b.do(t, context.Background(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+			done <- resp.StatusCode
+		}()
+	}
+	for range 3 {
+		<-timers // each held request's hold
+	}
+	b.clock.Advance(20 * time.Second)
+	<-calls // the first goes at the reset
+	for range 2 {
+		<-timers // the other two wait for their slots
+	}
+	for _, step := range []time.Duration{100 * time.Millisecond, 100 * time.Millisecond} {
+		if n := len(calls); n != 0 {
+			t.Fatalf("%d more requests sent before their slot", n)
+		}
+		b.clock.Advance(step)
+		<-calls
+	}
+	for range 3 {
+		if code := <-done; code != 200 {
+			t.Errorf("held request: %d", code)
+		}
+	}
+	if got := b.count(gateway.Anthropic, gateway.OutcomeHeldThenSent); got != 3 {
+		t.Errorf("held_then_sent %v; want 3", got)
+	}
+}
+
+// A failure inside the gateway (here a panic of the transport under it)
+// answers 500 and leaves the gateway serving.
+func TestPanicDoesNotCrash(t *testing.T) {
+	t.Parallel()
+	boom := true
+	var mu sync.Mutex
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if boom {
+			boom = false
+			panic("boom")
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("fine")), Request: r}, nil
+	})
+	b := newBench(t, gateway.Options{Next: next})
+	resp, body := b.do(t, t.Context(), http.MethodGet, "/openai/v1/models", "", nil)
+	if resp.StatusCode != 500 || !strings.Contains(body, "internal error") {
+		t.Errorf("panicking request: %d %s; want 500", resp.StatusCode, body)
+	}
+	resp, body = b.do(t, t.Context(), http.MethodGet, "/openai/v1/models", "", nil)
+	if resp.StatusCode != 200 || body != "fine" {
+		t.Errorf("next request: %d %s; want 200", resp.StatusCode, body)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -176,19 +176,23 @@ func (o *GatewayOptions) run(ctx context.Context, env *Env, ups map[string]strin
 			if err != nil {
 				_ = hs.Close()
 			}
-			<-served
-			return nil
+			return served2err(<-served)
 		case <-ctx.Done():
 			_ = hs.Close()
-			<-served
-			return nil
+			return served2err(<-served)
 		case err := <-served:
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return internalErr("gateway: %v", err)
+			return served2err(err)
 		}
 	}
+}
+
+// served2err is the command's error for what http.Server.Serve returned:
+// none once the server was closed.
+func served2err(err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return internalErr("gateway: %v", err)
 }
 
 // byteSize is a size flag: bytes, or a number with a unit (B, KB, MB, GB
