@@ -138,6 +138,7 @@ const (
 	evPassCall        // one call of a running pass
 	evCmdCall         // one call of a long command
 	evCmdStart        // a command slot starts its next command
+	evNextSlot        // a cron slot: every host's passes are drawn
 )
 
 type event struct {
@@ -191,8 +192,10 @@ type run struct {
 	passes map[int]*work
 	cmds   map[int]*work
 	nCmds  int
-	rep    StrategyReport
-	wasted int64
+	// nPasses numbers a cron schedule's passes
+	nPasses int
+	rep     StrategyReport
+	wasted  int64
 	// per window: calls accepted and refused in its first minute
 	firstMin  map[int64]int64
 	reexhaust map[int64]bool
@@ -232,7 +235,12 @@ func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
 		}
 		defer cleanup()
 	}
-	if s.passesPerHour() > 0 {
+	switch {
+	case s.Passes.Cron != "":
+		if first := s.Passes.cron.Next(fleetStart.Add(-time.Nanosecond)); !first.IsZero() {
+			r.push(event{at: first, kind: evNextSlot})
+		}
+	case s.Passes.PerHour > 0 || s.Passes.Every.Duration > 0:
 		r.push(event{at: fleetStart, kind: evNextPass})
 	}
 	for i := range s.Commands.Count {
@@ -349,16 +357,31 @@ func (r *run) passBase(i int) (time.Time, int) {
 	return fleetStart.Add(time.Duration(float64(i) * float64(time.Hour) / float64(p.PerHour))), i % r.s.Hosts
 }
 
+// jittered is at plus the pass's jitter, drawn from the seed, to the
+// second.
+func (r *run) jittered(at time.Time) time.Time {
+	if j := r.s.Passes.Jitter.Duration; j > 0 {
+		at = at.Add(time.Duration(r.rnd.Int64N(int64(j) + 1)))
+	}
+	return at.Truncate(time.Second)
+}
+
 func (r *run) handle(ev event) error {
 	switch ev.kind {
 	case evNextPass:
 		at, host := r.passBase(ev.id)
-		if j := r.s.Passes.Jitter.Duration; j > 0 {
-			at = at.Add(time.Duration(r.rnd.Int64N(int64(j) + 1)))
-		}
-		r.push(event{at: at.Truncate(time.Second), kind: evPass, id: ev.id, call: host})
+		r.push(event{at: r.jittered(at), kind: evPass, id: ev.id, call: host})
 		next, _ := r.passBase(ev.id + 1)
 		r.push(event{at: next, kind: evNextPass, id: ev.id + 1})
+	case evNextSlot:
+		p := r.s.Passes
+		for i := range r.s.Hosts * p.PerSlot {
+			r.push(event{at: r.jittered(ev.at), kind: evPass, id: r.nPasses, call: i % r.s.Hosts})
+			r.nPasses++
+		}
+		if next := p.cron.Next(ev.at); !next.IsZero() {
+			r.push(event{at: next, kind: evNextSlot})
+		}
 	case evPass:
 		return r.startPass(ev.id, ev.call)
 	case evPassCall:

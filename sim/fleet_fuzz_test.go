@@ -16,6 +16,7 @@ func FuzzParseScenario(f *testing.F) {
 	f.Add([]byte(small))
 	f.Add([]byte("passes:\n  every: 1m\n  per_slot: 3\n  calls: 2\nstrategies: [pacing]\n"))
 	f.Add([]byte("quota: {kind: agent, window: 5h, limit: 1}\nduration: 1h\n"))
+	f.Add([]byte("hosts: 4\npasses: {cron: '*/2 9-17 * * 1-5', per_slot: 3, calls: 4}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzbound.Run(t, func() {
 			s, err := ParseScenario(data)

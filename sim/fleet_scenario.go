@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/schedule"
 	"github.com/layoverhq/layover/yamlerr"
 	"go.yaml.in/yaml/v3"
 )
@@ -71,19 +72,22 @@ type QuotaSpec struct {
 	Window Duration `yaml:"window"`
 }
 
-// PassSpec says when passes start and what each costs. Exactly one of
-// PerHour (across the fleet, evenly spaced, the hosts in turn) and Every
-// (per host, aligned to multiples of Every like a cron schedule, PerSlot
-// passes per host per slot) is set.
+// PassSpec says when passes start and what each costs. At most one of
+// PerHour (across the fleet, evenly spaced, the hosts in turn), Every
+// (per host, aligned to multiples of Every) and Cron (per host, a cron
+// expression in UTC as `layover schedule add --cron` reads it) is set;
+// with Every or Cron, each host starts PerSlot passes at every slot.
 type PassSpec struct {
 	PerHour int      `yaml:"per_hour"`
 	Every   Duration `yaml:"every"`
+	Cron    string   `yaml:"cron"`
 	PerSlot int      `yaml:"per_slot"`
 	Calls   int      `yaml:"calls"`
 	// Spread is the time over which one pass makes its calls; Jitter the
 	// widest random delay of a pass's start.
 	Spread Duration `yaml:"spread"`
 	Jitter Duration `yaml:"jitter"`
+	cron   schedule.Expr
 }
 
 // CommandSpec is the long commands: Count of them run at every moment
@@ -242,7 +246,7 @@ func (s *Scenario) setDefaults() {
 	if s.Duration.Duration == 0 {
 		s.Duration.Duration = 24 * time.Hour
 	}
-	if s.Passes.Every.Duration > 0 && s.Passes.PerSlot == 0 {
+	if (s.Passes.Every.Duration > 0 || s.Passes.Cron != "") && s.Passes.PerSlot == 0 {
 		s.Passes.PerSlot = 1
 	}
 	if len(s.Strategies) == 0 {
@@ -285,21 +289,30 @@ func (s *Scenario) validate() error {
 	case p.PerHour < 0 || p.PerHour > MaxPassesPerHour:
 		return s.fault("passes.per_hour", "want a number from 0 to %d", MaxPassesPerHour)
 	case p.PerHour > 0 && p.Every.Duration > 0:
-		return s.fault("passes.every", "give per_hour or every, not both")
+		return s.fault("passes.every", "give one of per_hour, every and cron")
+	case p.Cron != "" && (p.PerHour > 0 || p.Every.Duration > 0):
+		return s.fault("passes.cron", "give one of per_hour, every and cron")
 	case p.Every.Duration > 0 && (p.Every.Duration < time.Second || p.Every.Duration > MaxFleetWindow):
 		return s.fault("passes.every", "want a duration from 1s to %s", MaxFleetWindow)
 	case p.PerSlot < 0 || p.PerSlot > MaxPassesPerSlot:
 		return s.fault("passes.per_slot", "want a number from 1 to %d", MaxPassesPerSlot)
-	case p.PerSlot > 0 && p.Every.Duration == 0:
-		return s.fault("passes.per_slot", "only with every")
+	case p.PerSlot > 0 && p.Every.Duration == 0 && p.Cron == "":
+		return s.fault("passes.per_slot", "only with every or cron")
 	case p.Calls < 0 || p.Calls > MaxCallsPerPass:
 		return s.fault("passes.calls", "want a number from 0 to %d", MaxCallsPerPass)
-	case (p.PerHour > 0 || p.Every.Duration > 0) && p.Calls == 0:
+	case (p.PerHour > 0 || p.Every.Duration > 0 || p.Cron != "") && p.Calls == 0:
 		return s.fault("passes.calls", "want the calls each pass makes (1 or more)")
 	case p.Spread.Duration > time.Hour:
 		return s.fault("passes.spread", "want a duration up to 1h")
 	case p.Jitter.Duration > time.Hour:
 		return s.fault("passes.jitter", "want a duration up to 1h")
+	}
+	if p.Cron != "" {
+		e, err := schedule.Parse(p.Cron, "UTC")
+		if err != nil {
+			return s.fault("passes.cron", "%v", err)
+		}
+		s.Passes.cron = e
 	}
 	c := s.Commands
 	switch {
@@ -324,21 +337,37 @@ func (s *Scenario) validate() error {
 	return nil
 }
 
-// passesPerHour is how many passes start in an hour across the fleet.
-func (s *Scenario) passesPerHour() float64 {
+// passes is how many passes start over the run across the fleet, as a
+// float (it cannot overflow one); a cron schedule's slots are counted,
+// up to the first that would take the demand past MaxFleetCalls.
+func (s *Scenario) passes() float64 {
 	p := s.Passes
-	if p.Every.Duration > 0 {
-		return float64(s.Hosts*p.PerSlot) * float64(time.Hour) / float64(p.Every.Duration)
+	switch {
+	case p.Every.Duration > 0:
+		slots := float64(s.Duration.Duration / p.Every.Duration)
+		if s.Duration.Duration%p.Every.Duration != 0 {
+			slots++
+		}
+		return slots * float64(s.Hosts*p.PerSlot)
+	case p.Cron != "":
+		perSlot := float64(s.Hosts * p.PerSlot)
+		var n float64
+		end := fleetStart.Add(s.Duration.Duration)
+		for t := p.cron.Next(fleetStart.Add(-time.Nanosecond)); !t.IsZero() && t.Before(end); t = p.cron.Next(t) {
+			if n += perSlot; n*float64(max(p.Calls, 1)) > MaxFleetCalls {
+				break
+			}
+		}
+		return n
 	}
-	return float64(p.PerHour)
+	return s.Duration.Hours() * float64(p.PerHour)
 }
 
 // demand is the calls the scenario's work would make if nothing held it
 // back; within the bounds it cannot overflow a float.
 func (s *Scenario) demand() float64 {
-	hours := s.Duration.Hours()
-	return hours*s.passesPerHour()*float64(s.Passes.Calls) +
-		hours*60*float64(s.Commands.Count*s.Commands.CallsPerMinute)
+	return s.passes()*float64(s.Passes.Calls) +
+		s.Duration.Hours()*60*float64(s.Commands.Count*s.Commands.CallsPerMinute)
 }
 
 // WithDuration returns s simulated for d instead (a CLI override),

@@ -34,7 +34,7 @@ func TestParseScenarioExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Hosts != 5 || s.Quota.Limit != 5000 || s.Quota.Window.Duration != time.Hour || s.passesPerHour() != 840 ||
+	if s.Hosts != 5 || s.Quota.Limit != 5000 || s.Quota.Window.Duration != time.Hour || s.passes() != 840*24 ||
 		s.Duration.Duration != 24*time.Hour || !reflect.DeepEqual(s.Strategies, Strategies) {
 		t.Errorf("thirdshift read as %+v", s)
 	}
@@ -50,7 +50,7 @@ func TestParseScenarioDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Quota.Window.Duration != 5*time.Hour || s.Hosts != 1 || s.Duration.Duration != 24*time.Hour ||
-		s.Passes.PerSlot != 1 || s.passesPerHour() != 60 {
+		s.Passes.PerSlot != 1 || s.passes() != 24*60 {
 		t.Errorf("defaults: %+v", s)
 	}
 }
@@ -71,8 +71,11 @@ func TestParseScenarioFaults(t *testing.T) {
 		{"\nquota:\n  window: 30s\n", "3: quota.window: want a duration from 1m0s to 24h0m0s"},
 		{"duration: 9000h\n", "1: duration: want a duration from 1m to 168h0m0s"},
 		{"passes:\n  per_hour: 10\n", "1: passes.calls: want the calls each pass makes (1 or more)"},
-		{"passes:\n  per_hour: 10\n  every: 1m\n  calls: 1\n", "3: passes.every: give per_hour or every, not both"},
-		{"passes:\n  per_slot: 2\n", "2: passes.per_slot: only with every"},
+		{"passes:\n  per_hour: 10\n  every: 1m\n  calls: 1\n", "3: passes.every: give one of per_hour, every and cron"},
+		{"hosts: 1000\nduration: 168h\npasses:\n  cron: '* * * * *'\n  per_slot: 1000\n  calls: 10000\n", "2: duration: the scenario's work would make"},
+		{"passes:\n  per_slot: 2\n", "2: passes.per_slot: only with every or cron"},
+		{"passes:\n  cron: '61 * * * *'\n  calls: 1\n", "2: passes.cron: cron expression"},
+		{"passes:\n  cron: '* * * * *'\n  every: 1m\n  calls: 1\n", "2: passes.cron: give one of per_hour, every and cron"},
 		{"commands:\n  count: 2\n  duration: 1h\n", "1: commands.calls_per_minute: want a number from 1 to 600"},
 		{"strategies: [none, fast]\n", `1: strategies: "fast": want none, defaults or pacing`},
 		{"strategies: [none, none]\n", `1: strategies: "none" given twice`},
@@ -172,5 +175,27 @@ func TestFleetStrategies(t *testing.T) {
 	}
 	if def.WorkPercent <= none.WorkPercent {
 		t.Errorf("quota on work: defaults %.1f%%, none %.1f%%", def.WorkPercent, none.WorkPercent)
+	}
+}
+
+// A cron schedule starts per_slot passes on every host at each of its
+// slots.
+func TestFleetCron(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenario([]byte("hosts: 2\nduration: 1h\npasses:\n  cron: '*/5 * * * *'\n  per_slot: 2\n  calls: 1\n  jitter: 30s\nstrategies: [none, defaults]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.passes(); n != 48 {
+		t.Fatalf("passes() = %v, want 12 slots × 2 hosts × 2", n)
+	}
+	rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Strategies {
+		if r.PassesRun != 48 || r.AcceptedCalls != 48 || r.PassesSkipped != 0 {
+			t.Errorf("%s: %+v, want 48 passes of one call each", r.Strategy, r)
+		}
 	}
 }
