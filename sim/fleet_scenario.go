@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/layoverhq/layover/schedule"
@@ -199,9 +200,9 @@ func yamlFault(err error) error {
 		return se
 	}
 	if te, ok := errors.AsType[*yaml.TypeError](err); ok && len(te.Errors) > 0 {
-		if m := typeErrLine.FindStringSubmatch(te.Errors[0]); m != nil {
+		if m := typeErrLine().FindStringSubmatch(te.Errors[0]); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil {
-				msg := typeName.ReplaceAllString(m[2], "")
+				msg := typeName().ReplaceAllString(m[2], "")
 				return &ScenarioError{Line: n, Msg: strings.TrimSpace(msg)}
 			}
 		}
@@ -210,9 +211,11 @@ func yamlFault(err error) error {
 	return &ScenarioError{Line: line, Msg: msg}
 }
 
+// The type-error patterns are compiled on first use, not at the binary's
+// start (cmd/layover's startup test).
 var (
-	typeErrLine = regexp.MustCompile(`^line (\d+): (.*)$`)
-	typeName    = regexp.MustCompile(` (in type|into) sim\.[A-Za-z0-9_]+$`)
+	typeErrLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
+	typeName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` (in type|into) sim\.[A-Za-z0-9_]+$`) })
 )
 
 // lines records the line of every key under n, by dotted path.

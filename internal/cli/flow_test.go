@@ -40,6 +40,9 @@ func TestFlowDryRunValidatesEveryExample(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && d.Name() == "sim" {
+			return filepath.SkipDir // simulator scenarios (layover sim fleet), not workflows
+		}
 		switch filepath.Ext(path) {
 		case ".yaml", ".yml", ".json":
 			files = append(files, path)
