@@ -188,7 +188,8 @@ type Pacing struct {
 	// Scheduled work): an exhausted key, or one below its reserve.
 	Block *Block
 	// ReservedAt is when State would reach its reserve at Burn, set when
-	// pacing refused (before State's reset).
+	// pacing refused (before State's reset, and at least the time the
+	// reserve lasts at Burn before it).
 	ReservedAt time.Time
 	// Reserve is the reserve State is paced against.
 	Reserve int64
@@ -208,8 +209,10 @@ func Pace(s State, samples []Sample, p Policy, now time.Time) (admit bool, reaso
 // PaceKey decides whether scheduled work on s's key may start at now.
 // First the plain rule: a key that Blocks Scheduled work (exhausted, or
 // below its reserve) refuses. Then pacing: with a Known burn rate, a key
-// whose remaining count would fall to its reserve before its reset
-// (ProjectLevel) refuses. A key whose history is too short for a rate
+// that would reach its reserve too early for the reserve to last until
+// the reset at that rate refuses: one whose remaining count would run out
+// before its reset (ProjectExhaustion). The plain rule keeps the reserve
+// for the work pacing does not hold back, which spends it more slowly. A key whose history is too short for a rate
 // (Fallback), whose count is unknown or whose state has expired is
 // admitted by the plain rule alone.
 func (p Policy) PaceKey(s State, samples []Sample, now time.Time) Pacing {
@@ -223,8 +226,13 @@ func (p Policy) PaceKey(s State, samples []Sample, now time.Time) Pacing {
 		d.Fallback = true
 		return d
 	}
-	if at, ok := ProjectLevel(s, d.Burn, reserve, now); ok {
-		d.Admit, d.ReservedAt = false, at
+	// The reserve is kept for the work pacing does not hold back: the plain
+	// rule stops passes there, so that work alone spends it, at no more than
+	// the burn of all. So the reserve is reached early enough when it would
+	// last until the reset at that burn: the key is not exhausted before.
+	if _, ok := ProjectExhaustion(s, d.Burn, now); ok {
+		d.ReservedAt, _ = ProjectLevel(s, d.Burn, reserve, now)
+		d.Admit = false
 	}
 	return d
 }

@@ -127,7 +127,8 @@ func TestProjectExhaustion(t *testing.T) {
 }
 
 // The pacing rule, pinned at its thresholds: 1,500 left, a reserve of
-// 500 and a burn of 100/min reach the reserve in exactly 10 minutes.
+// 500 and a burn of 100/min reach the reserve in 10 minutes, and the
+// reserve lasts 5 more at that burn: the key would run out in exactly 15.
 func TestPaceRule(t *testing.T) {
 	t.Parallel()
 	key := quota.Key{Host: "api.github.com", Principal: "octo", Resource: "core"}
@@ -147,9 +148,14 @@ func TestPaceRule(t *testing.T) {
 		fallback bool
 		reason   string
 	}{
-		{"reserve reached 1s before the reset: skip", state(1500, 10*time.Minute+time.Second), burn(1500, 10*time.Minute+time.Second),
-			false, false, "pacing: core would reach the reserve at 14:10, reset 14:10"},
-		{"reserve reached at the reset: admit", state(1500, 10*time.Minute), burn(1500, 10*time.Minute), true, false, ""},
+		{"out 1s before the reset: skip", state(1500, 15*time.Minute+time.Second), burn(1500, 15*time.Minute+time.Second),
+			false, false, "pacing: core would reach the reserve at 14:10, reset 14:15"},
+		// Reaching the reserve before the reset is admitted while the
+		// reserve lasts until the reset at the burn.
+		{"out at the reset, the reserve reached 5 min before: admit", state(1500, 15*time.Minute), burn(1500, 15*time.Minute),
+			true, false, ""},
+		{"reserve reached 1s before the reset: admit", state(1500, 10*time.Minute+time.Second), burn(1500, 10*time.Minute+time.Second),
+			true, false, ""},
 		{"reserve reached well before the reset: skip", state(1500, 20*time.Minute), burn(1500, 20*time.Minute),
 			false, false, "pacing: core would reach the reserve at 14:10, reset 14:20"},
 		{"one unit above the reserve, burning: skip", state(501, 20*time.Minute), burn(501, 20*time.Minute),

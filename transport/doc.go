@@ -31,7 +31,7 @@
 // request whose context was marked by WithLowPriority, nothing waits: the
 // request returns a *quota.DeferralError. A low-priority request also
 // stops at the reserve, and with Options.Pace it is paced: deferred when
-// its key's recent burn would reach the reserve before the reset
+// its key's recent burn would run it out before the reset
 // (docs/pacing.md). A wait ends early with ctx.Err() when the
 // request's context ends.
 //

@@ -17,7 +17,7 @@ type PassOptions struct {
 	Store     string
 	Principal string
 	Command   []string
-	// Pace skips a pass whose recent burn would reach the reserve before
+	// Pace skips a pass whose recent burn would run the key out before
 	// the reset (docs/pacing.md).
 	Pace bool
 }
@@ -27,7 +27,7 @@ func runPass(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet("pass", "pass [--quota PROVIDER[:RESOURCE]]... [--pace] [policy flags] -- CMD [ARGS...]")
 	fs.Var(&opts.Quota, "quota", "quota the pass draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable (default github: core and graphql)")
 	policyFlags(fs, &opts.Policy)
-	fs.BoolVar(&opts.Pace, "pace", false, "also skip when the quota's recent burn would reach the reserve before the reset (docs/pacing.md)")
+	fs.BoolVar(&opts.Pace, "pace", false, "also skip when the quota's recent burn would run it out before the reset (docs/pacing.md)")
 	storeLoc := storeFlag(fs)
 	fs.StringVar(&opts.Principal, "principal", "", "whose quota it is (default $LAYOVER_PRINCIPAL, else learned from the token)")
 	cmd, err := fs.parseWithCommand(env, args)

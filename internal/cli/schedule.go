@@ -80,7 +80,7 @@ func runScheduleAdd(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&names, "quota", "quota the pass draws on: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable (default github: core and graphql)")
 	policyFlags(fs, &policy)
 	fs.StringVar(&missed, "missed", "run", "a slot no host was up for: run (once, the latest only) or skip")
-	fs.BoolVar(&pace, "pace", false, "also skip a slot when the quota's recent burn would reach the reserve before the reset (as pass --pace; docs/pacing.md)")
+	fs.BoolVar(&pace, "pace", false, "also skip a slot when the quota's recent burn would run it out before the reset (as pass --pace; docs/pacing.md)")
 	fs.BoolVar(&replace, "replace", false, "replace a schedule of the same name")
 	storeLoc := storeFlag(fs)
 	i := indexOf(args, "--")
