@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -65,8 +67,10 @@ type Options struct {
 	// system clock and a runtime-seeded source.
 	Clock clock.Clock
 	Rand  quota.Rand
-	// Logger receives the transport's wait and deferral lines and the
-	// gateway's failures; nil discards. No line holds a key or a URL.
+	// Logger receives the gateway's failures (an upstream unreachable, a
+	// recovered panic) and the transports' warnings (a store that fails);
+	// holds and local answers are counted in the metrics, not logged. nil
+	// discards. No line holds a key or a URL.
 	Logger *slog.Logger
 	// Hostname is recorded as the observer of every state; "" means
 	// os.Hostname().
@@ -178,7 +182,7 @@ func New(opts Options) (*Gateway, error) {
 			Rand:             lr,
 			Mode:             transport.ModeDefer,
 			Pace:             opts.Pace,
-			Logger:           g.log,
+			Logger:           slog.New(minLevel{min: slog.LevelWarn, h: g.log.Handler()}),
 			Hostname:         opts.Hostname,
 			TransientRetries: -1,
 		})
@@ -190,7 +194,7 @@ func New(opts Options) (*Gateway, error) {
 			Transport:     &holder{g: g, rt: rt},
 			FlushInterval: -1,
 			ErrorHandler:  g.proxyError(rt),
-			ErrorLog:      nil,
+			ErrorLog:      slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 		}
 		g.routes[name] = rt
 	}
@@ -406,11 +410,15 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 		info = &reqInfo{}
 	}
 	ctx := req.Context()
-	body := req.Body
+	var body io.Reader = req.Body
+	if req.Body == nil || req.Body == http.NoBody {
+		body = nil
+	}
+	buffered := false
 	budget := g.maxHold
 	for {
 		out := req
-		if body != nil && body != http.NoBody {
+		if body != nil {
 			// The transport closes the body of a request it does not
 			// send; a held request must keep it for the try after.
 			out = req.Clone(ctx)
@@ -429,6 +437,17 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 		wait := de.ResumeAt.Sub(now)
 		if info.low || g.noHold || de.ResumeAt.IsZero() || wait > budget {
 			return nil, err
+		}
+		if !buffered && body != nil {
+			// Read the body before holding: the server notices a client
+			// that goes away only once the body has been read, and a
+			// held request must end when its client does. It is sent
+			// once, from this copy, after the hold (never replayed).
+			data, rerr := io.ReadAll(body)
+			if rerr != nil {
+				return nil, rerr
+			}
+			body, buffered = bytes.NewReader(data), true
 		}
 		start := now
 		g.m.held.Inc()
@@ -576,4 +595,24 @@ func (g *Gateway) Upstream(route string) string {
 		return ""
 	}
 	return rt.base.String()
+}
+
+// minLevel passes on the records of level min and above: the transports
+// log one Info line per deferral, which for a gateway is one per request
+// answered locally or held; the gateway counts those in its metrics
+// instead, and logs its failures.
+type minLevel struct {
+	min slog.Level
+	h   slog.Handler
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.h.Enabled(ctx, l)
+}
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
+func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{min: m.min, h: m.h.WithAttrs(a)}
+}
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{min: m.min, h: m.h.WithGroup(name)}
 }

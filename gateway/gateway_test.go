@@ -524,3 +524,54 @@ func TestPanicDoesNotCrash(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A held request whose client goes away ends its hold: nothing is sent,
+// and the held gauge is back to 0.
+func TestHeldClientGoesAway(t *testing.T) {
+	t.Parallel()
+	b := &bench{}
+	llm := fake.NewLLM(fake.LLMConfig{Kind: fake.OpenAI, Window: 20 * time.Second, RequestsPerWindow: 1,
+		Now: func() time.Time { return b.clock.Now() }})
+	*b = *newBench(t, gateway.Options{Policy: noMargin(), Upstreams: map[string]string{gateway.OpenAI: startLLM(t, llm)}})
+	key := keyHeader(gateway.OpenAI, "sk-proj-gone-0123456789")
+	b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.OpenAI], `{}`, key)
+	<-b.served
+	timers := b.clock.TimerAdded()
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.srv.URL+llmPaths[gateway.OpenAI], strings.NewReader("{}"))
+		req.Header = key.Clone()
+		resp, err := b.srv.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-timers // held
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the request did not fail")
+	}
+	<-b.served // the gateway is done with it
+	b.clock.Advance(time.Minute)
+	if got := b.count(gateway.OpenAI, gateway.OutcomeCanceled); got != 1 {
+		t.Errorf("canceled %v; want 1", got)
+	}
+	if llm.Calls() != 1 {
+		t.Errorf("%d upstream calls; want only the first", llm.Calls())
+	}
+	if g := gaugeValue(b, "layover_gateway_held"); g != 0 {
+		t.Errorf("held gauge %v after the client left", g)
+	}
+}
+
+func gaugeValue(b *bench, name string) float64 {
+	mfs, _ := b.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}

@@ -38,6 +38,8 @@ type bench struct {
 	clock *clock.Fake
 	reg   *prometheus.Registry
 	logs  *syncBuffer
+	// served receives once each time the gateway's ServeHTTP returns.
+	served chan struct{}
 }
 
 type syncBuffer struct {
@@ -84,7 +86,16 @@ func newBench(t *testing.T, opts gateway.Options) *bench {
 		t.Fatal(err)
 	}
 	b.g = g
-	b.srv = httptest.NewServer(g)
+	b.served = make(chan struct{}, 1024)
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			select {
+			case b.served <- struct{}{}:
+			default:
+			}
+		}()
+		g.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		b.srv.Close()
 		if err := g.Close(); err != nil {
