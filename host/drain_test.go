@@ -186,7 +186,7 @@ func TestSubmitFromAnotherHandleStartsPromptly(t *testing.T) {
 	for b.clock.Pending() < 2 {
 		<-b.clock.TimerAdded()
 	}
-	other, err := sqlite.Open(t.Context(), b.st.Path())
+	other, err := sqlite.Open(t.Context(), b.st.(*sqlite.Store).Path())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,9 @@ import (
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
+	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
 	"github.com/layoverhq/layover/store/sqlite"
 )
 
@@ -92,7 +95,7 @@ func ok(context.Context, host.Run) error { return nil }
 type bundle struct {
 	t      *testing.T
 	cfg    host.Config
-	st     *sqlite.Store
+	st     store.Store
 	clock  *clock.Fake
 	quotas *fakeQuotas
 	script *script
@@ -126,6 +129,33 @@ func setup(t *testing.T, mutate ...func(*host.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return setupOn(t, st, mutate...)
+}
+
+// stores runs f on a SQLite store and, when LAYOVER_TEST_POSTGRES names a
+// server, on a PostgreSQL schema of its own.
+func stores(t *testing.T, f func(t *testing.T, st store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "l.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, st)
+	})
+}
+
+// setupOn is setup on st, which the bundle closes.
+func setupOn(t *testing.T, st store.Store, mutate ...func(*host.Config)) *bundle {
+	t.Helper()
 	b := &bundle{t: t, st: st, clock: clock.NewFake(t0), quotas: &fakeQuotas{}, script: &script{}}
 	p := quota.DefaultPolicy()
 	p.Jitter = 0

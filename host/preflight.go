@@ -67,6 +67,13 @@ func (h *Host) resume(ctx context.Context, j job.Job) {
 		h.block(ctx, j, "quota: "+err.Error(), nil)
 		return
 	}
+	// Its turn under the resume rate, before anything it reads or runs
+	// (the quota, the plan, the check), so that those happen at its turn
+	// and see the quota as it is then.
+	if !h.pace(ctx, j, keys) {
+		return
+	}
+	now = h.cfg.Clock.Now()
 	// 3. Fresh quota state; a key still exhausted or below its reserve
 	// defers again with a new receipt.
 	if len(keys) > 0 {
@@ -96,9 +103,6 @@ func (h *Host) resume(ctx context.Context, j job.Job) {
 	// other blocked), recorded with the job.
 	var ok bool
 	if j, ok = h.reconcile(ctx, j, TriggerResume); !ok {
-		return
-	}
-	if !h.pace(ctx, keys) {
 		return
 	}
 	argv, why := h.resumeArgv(j)
@@ -162,9 +166,13 @@ func (h *Host) awaitApproval(ctx context.Context, j job.Job, now time.Time) {
 // it takes the key's next resume slot from the store, shared by every host
 // of the fleet (store.Store.TakeResumeSlot), and waits for it. When the
 // store cannot give one, it counts the key's slots in this host alone
-// (docs/lifecycle.md, Resume pacing). It reports false when ctx ended
-// first.
-func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
+// (docs/lifecycle.md, Resume pacing). A slot after the job's latest start
+// (its resume_by, else its deadline) cancels the job rather than waiting
+// for it. The wait does not count as work for Still: its wake-up is one of
+// the host's (Pacing). It reports false when the job may not go on: ctx
+// ended first (the host stops, the lease is lost), or the job was
+// cancelled.
+func (h *Host) pace(ctx context.Context, j job.Job, keys []quota.Key) bool {
 	interval := time.Duration(float64(time.Second) / h.cfg.ResumeRate)
 	for _, k := range keys {
 		now := h.cfg.Clock.Now()
@@ -176,15 +184,37 @@ func (h *Host) pace(ctx context.Context, keys []quota.Key) bool {
 			h.cfg.Logger.Warn("no shared resume slot; pacing this host's resumes alone", "key", k.String(), "err", err)
 			slot = h.localSlot(k, now, interval)
 		}
+		if by, what := latestStart(j); !by.IsZero() && slot.After(by) {
+			h.apply(ctx, j, job.Change{To: job.Cancelled, Reason: "resume slot past " + what, Mutate: func(x *job.Job) {
+				x.Stage = "Cancelled: its turn under the resume rate on " + k.String() + " comes after its " + what
+				releaseLease(x)
+			}})
+			return false
+		}
 		if d := slot.Sub(now); d > 0 {
+			done := h.pacingFrom(slot)
 			select {
 			case <-ctx.Done():
+				done()
 				return false
 			case <-h.cfg.Clock.After(d):
+				done()
 			}
 		}
 	}
 	return true
+}
+
+// latestStart is the latest time a resume of j may start, and what sets
+// it: the receipt's resume_by, else the job's deadline (zero: none).
+func latestStart(j job.Job) (time.Time, string) {
+	switch {
+	case !j.ResumeBy.IsZero() && (j.Spec.Deadline.IsZero() || !j.Spec.Deadline.Before(j.ResumeBy)):
+		return j.ResumeBy, "resume_by"
+	case !j.Spec.Deadline.IsZero():
+		return j.Spec.Deadline, "deadline"
+	}
+	return time.Time{}, ""
 }
 
 // localSlot is key's next resume slot as this host alone counts it.

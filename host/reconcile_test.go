@@ -12,6 +12,7 @@ import (
 	"github.com/layoverhq/layover/job"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
+	"github.com/layoverhq/layover/store"
 )
 
 // checks renders a job's recorded reconcile checks as trigger:result.
@@ -345,8 +346,12 @@ func (f *keyedCredentials) count(res string) int {
 // a job on another credential has its own check.
 func TestAuthWaitJobsOnOneCredentialShareItsCheck(t *testing.T) {
 	t.Parallel()
+	stores(t, testAuthWaitJobsOnOneCredentialShareItsCheck)
+}
+
+func testAuthWaitJobsOnOneCredentialShareItsCheck(t *testing.T, st store.Store) {
 	creds := &keyedCredentials{works: map[string]bool{"search": true}, calls: map[string]int{}}
-	b := setup(t, func(c *host.Config) { c.Credentials = creds })
+	b := setupOn(t, st, func(c *host.Config) { c.Credentials = creds })
 	for range 3 {
 		b.script.push(func(context.Context, host.Run) error { return host.Auth("bad credentials") })
 	}

@@ -511,10 +511,10 @@ func (d *driver) run(ctx context.Context) error {
 // is; at or before now: the host waits for the clock to move). The store
 // is read between two looks at the host that find it still in one epoch,
 // so nothing moved in between. The driver waits on the host's Stilled
-// signal alone: the wall clock only bounds the run (its budget). An
-// attempt that waited on the fake clock (a resume's pacing slot, which a
-// lane, resumed once on its own key, never meets) would keep the host
-// busy until the budget ends the run.
+// signal alone: the wall clock only bounds the run (its budget). A resume
+// waiting for its slot under the resume rate (lanes that share a key) is
+// not work for Still; its wake-up (host.Host.Pacing) is one of the times
+// the driver moves the clock to.
 func (d *driver) waitStill(ctx context.Context) (int, time.Time, error) {
 	budget := time.NewTimer(time.Until(d.deadline))
 	defer budget.Stop()
@@ -534,8 +534,12 @@ func (d *driver) waitStill(ctx context.Context) (int, time.Time, error) {
 			if err != nil {
 				return 0, time.Time{}, err
 			}
+			pacing := d.h.Pacing()
 			if again, e := d.h.Still(); again && e == epoch {
 				ended := counts[job.Complete] + counts[job.Failed] + counts[job.Cancelled] + counts[job.Blocked]
+				if !pacing.IsZero() && (!due || pacing.Before(at)) {
+					at, due = pacing, true
+				}
 				if ended == d.total || !due {
 					return ended, time.Time{}, nil
 				}
