@@ -45,10 +45,11 @@ func (fullQuotas) Fresh(_ context.Context, keys []quota.Key) ([]quota.State, err
 // handle of one store (open returns a new handle on the same store each
 // time), run jobs that all defer on one key's reset; after the reset the
 // fleet together starts no more than the resume rate per second on that
-// key. The hosts share a fake clock that the test moves in steps smaller
-// than the resume interval; a step taken before a host reacted can only
-// make its resumes later, so the bound checked, the k-th resume at least
-// k-1 intervals after the first wake-up, holds however late they run.
+// key, each at most one interval after its slot. The hosts share a fake
+// clock that the test moves in steps smaller than the resume interval,
+// each once every host is still (host.Host.Still: a resume waiting for
+// its slot is not work), so every host has acted on a step before the
+// next.
 func ResumePacing(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 	ctx := t.Context()
@@ -82,9 +83,16 @@ func ResumePacing(t *testing.T, open func(t *testing.T) store.Store) {
 	policy.Jitter = 0 // every job wakes at once: the rate alone spreads them
 	events := make(chan host.Event, 64*jobs)
 	var fleet []*host.Host
+	var slots []time.Time
+	record := func(at time.Time) {
+		mu.Lock()
+		slots = append(slots, at)
+		mu.Unlock()
+	}
+	stilled := make(chan struct{}, 1)
 	for i := range hosts {
 		id := fmt.Sprintf("host-%d", i+1)
-		h, err := host.New(host.Config{Store: open(t), Runner: runner, Quotas: fullQuotas{}, Policy: policy,
+		h, err := host.New(host.Config{Store: slotRecorder(open(t), record), Runner: runner, Quotas: fullQuotas{}, Policy: policy,
 			Clock: clk, ID: id, Hostname: id, ResumeRate: rate, Lease: time.Minute, Heartbeat: 10 * time.Second,
 			Env: []string{}, CheckpointDir: t.TempDir()})
 		if err != nil {
@@ -94,6 +102,16 @@ func ResumePacing(t *testing.T, open func(t *testing.T) store.Store) {
 		go func() {
 			for ev := range sub.C() {
 				events <- ev
+			}
+		}()
+		go func() {
+			for {
+				select {
+				case <-h.Stilled():
+					store.Signal(stilled)
+				case <-ctx.Done():
+					return
+				}
 			}
 		}()
 		if err := h.Start(ctx); err != nil {
@@ -123,25 +141,35 @@ func ResumePacing(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("%d of %d jobs deferred", deferred, jobs)
 		}
 	}
-	// Past the wake-up, in steps of a fifth of the interval; after each
-	// step the test waits for a host to react (a resume, a timer armed) or
-	// for a short while.
+	// Past the wake-up, in steps of a fifth of the interval, each once
+	// every host is still: it has acted on the step before.
+	allStill := func() bool {
+		for _, h := range fleet {
+			if still, _ := h.Still(); !still {
+				return false
+			}
+		}
+		return true
+	}
 	clk.Set(wake.Add(-interval / 5))
 	for done := 0; done < jobs; {
 		clk.Advance(interval / 5)
-	react:
-		for {
+		for !allStill() {
+			select {
+			case <-stilled:
+			case <-timeout:
+				t.Fatalf("%d of %d jobs completed after the reset; the hosts never became still", done, jobs)
+			}
+		}
+		for drained := false; !drained; {
 			select {
 			case ev := <-events:
 				if ev.To == job.Complete {
 					done++
 				}
 			case <-started:
-			case <-clk.TimerAdded():
-			case <-time.After(20 * time.Millisecond):
-				break react
-			case <-timeout:
-				t.Fatalf("%d of %d jobs completed after the reset", done, jobs)
+			default:
+				drained = true
 			}
 		}
 	}
@@ -161,8 +189,48 @@ func ResumePacing(t *testing.T, open func(t *testing.T) store.Store) {
 				k+1, at.Sub(wake), rate, earliest.Sub(wake))
 		}
 	}
+	slices.SortFunc(slots, time.Time.Compare)
+	if len(slots) != jobs {
+		t.Fatalf("%d resume slots taken, want %d", len(slots), jobs)
+	}
+	// Both sorted: the k-th resume starts no sooner than the k-th slot
+	// (each resume after its own), and at most one interval after it.
+	for k, at := range resumes {
+		if latest := slots[k].Add(interval); at.After(latest) {
+			t.Errorf("resume %d of the fleet started at +%v, more than an interval after its slot at +%v",
+				k+1, at.Sub(wake), slots[k].Sub(wake))
+		}
+	}
 	if inFirst > int(rate) {
 		t.Errorf("%d resumes started in the first second after the wake-up across %d hosts; want at most %g", inFirst, hosts, rate)
 	}
 	t.Logf("resumes in the first second: %d; last at +%v", inFirst, resumes[len(resumes)-1].Sub(wake))
+}
+
+// slotRecorder is st reporting each resume slot it gives to record; it
+// keeps st's watch for changes (store.Changes) when st has one.
+func slotRecorder(st store.Store, record func(time.Time)) store.Store {
+	r := recordingSlots{Store: st, record: record}
+	if c, ok := st.(store.Changes); ok {
+		return watchingSlots{r, c}
+	}
+	return r
+}
+
+type recordingSlots struct {
+	store.Store
+	record func(time.Time)
+}
+
+func (r recordingSlots) TakeResumeSlot(ctx context.Context, key quota.Key, now time.Time, interval time.Duration) (time.Time, error) {
+	at, err := r.Store.TakeResumeSlot(ctx, key, now, interval)
+	if err == nil {
+		r.record(at)
+	}
+	return at, err
+}
+
+type watchingSlots struct {
+	recordingSlots
+	store.Changes
 }
