@@ -345,7 +345,8 @@ func (r *runner) loop(ctx context.Context) error {
 }
 
 // waitBeforeStart waits out any Quota key the ledger says is exhausted, so
-// that no call is wasted. A wait past the cap is a *NotStartedError.
+// that no call is wasted. A wait past the cap, or a resume turn after it
+// past the cap (takeTurn), is a *NotStartedError.
 func (r *runner) waitBeforeStart(ctx context.Context) error {
 	if len(r.c.Quota) == 0 {
 		return nil
@@ -377,6 +378,10 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 			return &NotStartedError{Key: blocking.Key, ResetAt: blocking.ResetAt, Err: ce}
 		}
 		if err := r.visible(ctx, blocking.Key, until, "Quota wait"); err != nil {
+			if te := (*turnCapError)(nil); errors.As(err, &te) {
+				fmt.Fprintf(r.c.Stderr, "layover: %s quota (%s): %v\n", r.label(blocking.Key), blocking.Key.Resource, te)
+				return &NotStartedError{Key: blocking.Key, ResetAt: blocking.ResetAt, Err: te.Err}
+			}
 			return err
 		}
 	}
@@ -384,7 +389,8 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 
 // wait charges a wait until `until` to the budget and waits. When the cap
 // refuses it, refused is true: the command's failure stands, and Stderr
-// says why.
+// says why; so it is when the cap refuses the resume turn that follows a
+// quota wait (takeTurn).
 func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what string) (refused bool, err error) {
 	if err := r.budget.Take(until.Sub(r.c.Clock.Now())); err != nil {
 		var ce *quota.CapError
@@ -394,7 +400,13 @@ func (r *runner) wait(ctx context.Context, key quota.Key, until time.Time, what 
 		fmt.Fprintf(r.c.Stderr, "layover: not waiting for the %s quota (%s) until %s: %v\n", r.label(key), key.Resource, HumanTime(until), err)
 		return true, nil
 	}
-	return false, r.visible(ctx, key, until, what)
+	err = r.visible(ctx, key, until, what)
+	if te := (*turnCapError)(nil); errors.As(err, &te) {
+		// As a wait past the cap: the command's failure stands.
+		fmt.Fprintf(r.c.Stderr, "layover: %s quota (%s): %v\n", r.label(key), key.Resource, te)
+		return true, nil
+	}
+	return false, err
 }
 
 // visible waits a wait already charged to the budget, refunding what it
@@ -433,29 +445,44 @@ func (r *runner) visible(ctx context.Context, key quota.Key, until time.Time, wh
 // slot, which the waiting commands and the durable hosts sharing the store
 // take in turn (store.Store.TakeResumeSlot; docs/lifecycle.md, Resume
 // pacing): the commands one reset releases start no faster than
-// Config.ResumeRate a second, beyond their jitter. A store that gives no
-// slot, or a turn the cap would refuse, lets the command go at once. It
-// returns how long it waited.
+// Config.ResumeRate a second, beyond their jitter. The turn is a wait like
+// any other: listed in status and shown on Stderr ("waiting for its resume
+// turn until 14:20:31"), charged to the cap and ended by a signal. A turn
+// the cap refuses is a *turnCapError: the command does not start on it
+// (the slot it took goes unused), as for a quota wait past the cap. A store
+// that gives no slot lets the command go at once. It returns how long it
+// waited.
 func (r *runner) takeTurn(ctx context.Context, key quota.Key) (time.Duration, error) {
 	now := r.c.Clock.Now()
 	slot, err := r.c.Store.TakeResumeSlot(ctx, key, now, time.Duration(float64(time.Second)/r.c.ResumeRate))
 	d := slot.Sub(now)
-	if err != nil || d <= 0 || r.budget.Take(d) != nil {
+	if err != nil || d <= 0 {
 		return 0, nil
 	}
-	select {
-	case <-r.c.Clock.After(d):
-		return d, nil
-	case sig := <-r.c.Signals:
-		fmt.Fprintf(r.c.Stderr, "layover: Quota wait ended by %v\n", sig)
-		err = &InterruptedError{Signal: sig, What: "Quota wait"}
-	case <-ctx.Done():
-		err = &InterruptedError{What: "Quota wait", Err: ctx.Err()}
+	if err := r.budget.Take(d); err != nil {
+		var ce *quota.CapError
+		if !errors.As(err, &ce) {
+			return 0, err
+		}
+		return 0, &turnCapError{Slot: slot, Err: ce}
 	}
-	waited := min(max(r.c.Clock.Now().Sub(now), 0), d)
+	waited, err := r.c.wait(ctx, waitSpec{Key: key, Label: r.label(key), Until: slot, What: "Quota wait",
+		Stage: "waiting for its resume turn until " + slot.Local().Format("15:04:05"), Command: r.commandLine})
+	waited = min(waited, d)
 	r.budget.Refund(d - waited)
 	return waited, err
 }
+
+// turnCapError is a resume turn (takeTurn) the cap refused.
+type turnCapError struct {
+	Slot time.Time
+	Err  *quota.CapError
+}
+
+func (e *turnCapError) Error() string {
+	return "not waiting for its resume turn until " + HumanTime(e.Slot) + ": " + e.Err.Error()
+}
+func (e *turnCapError) Unwrap() error { return e.Err }
 
 // recordExhaustion learns when the exhausted quota resets, from the failure
 // itself or GitHub's free /rate_limit, records the Quota wait in the ledger

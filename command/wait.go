@@ -68,6 +68,9 @@ type waitSpec struct {
 	Until   time.Time
 	What    string // "Quota wait" or "Secondary limit wait"
 	Command string // the masked command line, for status
+	// Stage, when set, names the wait in status and on Stderr instead of
+	// "What until Until", e.g. "waiting for its resume turn until 14:20:31".
+	Stage string
 }
 
 // wait blocks until spec.Until on c.Clock. It registers the wait in the
@@ -77,7 +80,7 @@ type waitSpec struct {
 // It returns how long it waited.
 func (c *Config) wait(ctx context.Context, spec waitSpec) (time.Duration, error) {
 	start := c.Clock.Now()
-	stage := fmt.Sprintf("%s until %s", spec.What, HumanTime(spec.Until))
+	stage := cmp.Or(spec.Stage, fmt.Sprintf("%s until %s", spec.What, HumanTime(spec.Until)))
 	id, err := c.Store.RegisterWaiter(ctx, store.Waiter{
 		Hostname: c.Hostname, PID: os.Getpid(), Command: spec.Command, Key: spec.Key,
 		Stage: stage, WaitUntil: spec.Until, StartedAt: start,
