@@ -41,7 +41,7 @@ func pacePass(ctx context.Context, cfg *PassConfig, quotas []Quota, now time.Tim
 }
 
 // PassPacingLine is the activity line of a pass that pacing refused:
-// "skipped: pacing: core would reach the reserve at 14:02, reset 14:20",
+// "skipped: pacing: core would run out at 14:12, before its reset at 14:20",
 // clock times on this machine's time zone. A refusal of the plain rule
 // (d.Block) reads "skipped: core below the reserve of 500, reset 14:20".
 func PassPacingLine(d quota.Pacing) string {

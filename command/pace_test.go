@@ -16,8 +16,8 @@ import (
 )
 
 // AdmitPass with Pace on an Anthropic key burning 1,000 tokens a minute
-// with 10,500 left and the reset 30 minutes off (the reserve of 500 is
-// 10 minutes away): skipped with the pacing line, written once however
+// with 10,500 left and the reset 30 minutes off (it would run out 10.5
+// minutes on, the reserve of 500 lasting only half a minute): skipped with the pacing line, written once however
 // often it skips; admitted without Pace; and, 20 minutes on with no
 // observation since (too little history), admitted by the plain rule.
 // SQLite and PostgreSQL.
@@ -66,8 +66,8 @@ func TestAdmitPassPaces(t *testing.T) {
 				t.Fatalf("without Pace: %+v; want admitted (10,500 left is above the reserve)", adm)
 			}
 			// 14:10 and 14:30 UTC, on this machine's clock.
-			line := "skipped: pacing: tokens would reach the reserve at " + now.Add(10*time.Minute).Local().Format("15:04") +
-				", reset " + reset.Local().Format("15:04")
+			line := "skipped: pacing: tokens would run out at " + now.Add(10*time.Minute).Local().Format("15:04") +
+				", before its reset at " + reset.Local().Format("15:04")
 			first := admit(true)
 			if first.Admit || first.Pacing == nil || first.SkipLine != line || !first.Logged {
 				t.Fatalf("with Pace: %+v; want skipped and logged: %q", first, line)

@@ -33,9 +33,9 @@
 // recent history of its current window (every host's observations, see
 // [Sample]); [ProjectExhaustion] and [ProjectLevel] say when it would run
 // out or reach the reserve at that rate, if before the reset; [Pace] and
-// [Policy.PaceKey] skip scheduled work whose key would reach the reserve
-// too early for it to last until the reset (run out before the reset at
-// that rate), falling back to the plain reserve rule on too little history
+// [Policy.PaceKey] skip scheduled work whose key would run out before the
+// reset at that rate (its reserve reached too early to last until the
+// reset), falling back to the plain reserve rule on too little history
 // (docs/pacing.md).
 //
 // # Waits

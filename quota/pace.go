@@ -191,6 +191,9 @@ type Pacing struct {
 	// pacing refused (before State's reset, and at least the time the
 	// reserve lasts at Burn before it).
 	ReservedAt time.Time
+	// ExhaustedAt is when State would run out at Burn, set when pacing
+	// refused (before State's reset: why it refused).
+	ExhaustedAt time.Time
 	// Reserve is the reserve State is paced against.
 	Reserve int64
 	// Fallback is true when State's history is too short for a rate, so
@@ -230,7 +233,8 @@ func (p Policy) PaceKey(s State, samples []Sample, now time.Time) Pacing {
 	// rule stops passes there, so that work alone spends it, at no more than
 	// the burn of all. So the reserve is reached early enough when it would
 	// last until the reset at that burn: the key is not exhausted before.
-	if _, ok := ProjectExhaustion(s, d.Burn, now); ok {
+	if out, ok := ProjectExhaustion(s, d.Burn, now); ok {
+		d.ExhaustedAt = out
 		d.ReservedAt, _ = ProjectLevel(s, d.Burn, reserve, now)
 		d.Admit = false
 	}
@@ -275,7 +279,7 @@ func (p Policy) PaceAll(states []State, history func(Key) []Sample, now time.Tim
 }
 
 // Reason says in words why d refused, with times as UTC clock times:
-// "pacing: core would reach the reserve at 14:02, reset 14:20" or, for
+// "pacing: core would run out at 14:12, before its reset at 14:20" or, for
 // the plain rule, "core exhausted until 14:20" and "core below the reserve
 // of 500, reset 14:20". "" when d admits.
 func (d Pacing) Reason() string {
@@ -293,5 +297,5 @@ func (d Pacing) ReasonAt(clock func(time.Time) string) string {
 	case d.Block != nil:
 		return fmt.Sprintf("%s below the reserve of %d, reset %s", s.Resource, d.Reserve, clock(s.ResetAt))
 	}
-	return fmt.Sprintf("pacing: %s would reach the reserve at %s, reset %s", s.Resource, clock(d.ReservedAt), clock(s.ResetAt))
+	return fmt.Sprintf("pacing: %s would run out at %s, before its reset at %s", s.Resource, clock(d.ExhaustedAt), clock(s.ResetAt))
 }

@@ -149,7 +149,7 @@ func TestPaceRule(t *testing.T) {
 		reason   string
 	}{
 		{"out 1s before the reset: skip", state(1500, 15*time.Minute+time.Second), burn(1500, 15*time.Minute+time.Second),
-			false, false, "pacing: core would reach the reserve at 14:10, reset 14:15"},
+			false, false, "pacing: core would run out at 14:15, before its reset at 14:15"},
 		// Reaching the reserve before the reset is admitted while the
 		// reserve lasts until the reset at the burn.
 		{"out at the reset, the reserve reached 5 min before: admit", state(1500, 15*time.Minute), burn(1500, 15*time.Minute),
@@ -157,9 +157,9 @@ func TestPaceRule(t *testing.T) {
 		{"reserve reached 1s before the reset: admit", state(1500, 10*time.Minute+time.Second), burn(1500, 10*time.Minute+time.Second),
 			true, false, ""},
 		{"reserve reached well before the reset: skip", state(1500, 20*time.Minute), burn(1500, 20*time.Minute),
-			false, false, "pacing: core would reach the reserve at 14:10, reset 14:20"},
+			false, false, "pacing: core would run out at 14:15, before its reset at 14:20"},
 		{"one unit above the reserve, burning: skip", state(501, 20*time.Minute), burn(501, 20*time.Minute),
-			false, false, "pacing: core would reach the reserve at 14:00, reset 14:20"},
+			false, false, "pacing: core would run out at 14:05, before its reset at 14:20"},
 		{"at the reserve, not burning: admit", state(500, 20*time.Minute), series(paceNow, paceNow.Add(20*time.Minute), 500, 500, 500),
 			true, false, ""},
 		{"below the reserve: the plain rule skips", state(499, 20*time.Minute), burn(499, 20*time.Minute),

@@ -57,8 +57,8 @@ func TestPaceDefersLowPriorityOnAFastBurn(t *testing.T) {
 			t.Fatalf("err = %v; want a DeferralError", err)
 		}
 		if de.Cause != quota.CausePacing || de.Key != b.key("core") ||
-			!strings.Contains(de.Reason, "pacing: core would reach the reserve at 10:10, reset 10:30") || de.ResumeAt.Before(reset) {
-			t.Errorf("deferral %+v; want core paced, reaching the reserve at 10:10 before the reset at 10:30", de)
+			!strings.Contains(de.Reason, "pacing: core would run out at 10:15, before its reset at 10:30") || de.ResumeAt.Before(reset) {
+			t.Errorf("deferral %+v; want core paced, running out at 10:15 before the reset at 10:30", de)
 		}
 		if b.calls() != sent {
 			t.Errorf("the paced request was sent")

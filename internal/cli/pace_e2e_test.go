@@ -82,7 +82,7 @@ func TestPassPaceSkipsAFastBurn(t *testing.T) {
 		if err := json.Unmarshal([]byte(act.stdout), &lines); err != nil {
 			t.Fatalf("activity --json: %v\n%s", err, act.stdout)
 		}
-		want := regexp.MustCompile(`^skipped: pacing: core would reach the reserve at \d\d:\d\d, reset ` +
+		want := regexp.MustCompile(`^skipped: pacing: core would run out at \d\d:\d\d, before its reset at ` +
 			regexp.QuoteMeta(reset.UTC().Format("15:04")) + `$`)
 		if len(lines) != 1 || lines[0].Kind != "skip" || !want.MatchString(lines[0].Line) {
 			t.Fatalf("activity %+v; want one skip line matching %s", lines, want)
