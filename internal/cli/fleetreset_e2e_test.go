@@ -82,9 +82,9 @@ func TestFleetResetRejectedCalls(t *testing.T) {
 		count := filepath.Join(m.dir, fmt.Sprintf("long-%d", i))
 		script := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0)
 while [ "$n" -lt %[2]d ]; do
-  gh api /repos/octo/demo/issues >/dev/null || exit 1
+  gh api /repos/octo/demo/issues/%[3]d >/dev/null || exit 1
   n=$((n+1)); echo "$n" > %[1]s; sleep 0.4
-done`, count, calls)
+done`, count, calls, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -134,7 +134,7 @@ done`, count, calls)
 	close(stop)
 	wg.Wait()
 
-	perReset := map[int64]map[string]int{} // reset -> path -> rejected calls
+	perReset := map[int64]map[string]int{} // reset -> path (a long command's own) -> rejected calls
 	for _, r := range a.gh.Requests() {
 		if r.Resource == "core" && (r.Status == 403 || r.Status == 429) {
 			if perReset[r.Reset] == nil {
@@ -153,16 +153,16 @@ done`, count, calls)
 		t.Errorf("no call was rejected: the quota never ran out, and the test proved nothing")
 	}
 	for reset, byPath := range perReset {
-		at := time.Unix(reset, 0).UTC().Format("15:04:05")
-		t.Logf("reset %s: %d rejected calls of the long commands, %d of the passes: %.2f per host",
-			at, byPath["/repos/octo/demo/issues"], byPath["/repos/octo/demo/pulls"],
-			float64(byPath["/repos/octo/demo/issues"]+byPath["/repos/octo/demo/pulls"])/hosts)
-		if byPath["/repos/octo/demo/pulls"] != 0 {
-			t.Errorf("reset %s: the passes made %d rejected calls; the reserve should have stopped them", at, byPath["/repos/octo/demo/pulls"])
+		at, longs := time.Unix(reset, 0).UTC().Format("15:04:05"), 0
+		for path, n := range byPath {
+			if path == "/repos/octo/demo/pulls" {
+				t.Errorf("reset %s: the passes made %d rejected calls; the reserve should have stopped them", at, n)
+			} else if longs += n; n > 1 {
+				t.Errorf("reset %s: the long command of %s made %d rejected calls; want at most one", at, path, n)
+			}
 		}
-		if n := byPath["/repos/octo/demo/issues"]; n > long {
-			t.Errorf("reset %s: the long commands made %d rejected calls; want at most one each (%d)", at, n, long)
-		}
+		// Reported, not asserted: the issue's target is at most 1 a host.
+		t.Logf("reset %s: %d rejected calls of the long commands: %.2f per host", at, longs, float64(longs)/hosts)
 	}
 	for _, e := range ends {
 		if !strings.Contains(e, "Quota wait until") {
