@@ -379,7 +379,7 @@ func (r *runner) waitBeforeStart(ctx context.Context) error {
 		}
 		if err := r.visible(ctx, blocking.Key, until, "Quota wait"); err != nil {
 			if te := (*turnCapError)(nil); errors.As(err, &te) {
-				fmt.Fprintf(r.c.Stderr, "layover: %s quota (%s): %v\n", r.label(blocking.Key), blocking.Key.Resource, te)
+				fmt.Fprintf(r.c.Stderr, "layover: %s quota (%s): %v\n", r.label(blocking.Key), blocking.Resource, te)
 				return &NotStartedError{Key: blocking.Key, ResetAt: blocking.ResetAt, Err: te.Err}
 			}
 			return err
