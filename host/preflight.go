@@ -192,12 +192,15 @@ func (h *Host) pace(ctx context.Context, j job.Job, keys []quota.Key) bool {
 			return false
 		}
 		if d := slot.Sub(now); d > 0 {
+			// The timer first: a clock moved once the wait is not work
+			// finds it armed.
+			timer := h.cfg.Clock.After(d)
 			done := h.pacingFrom(slot)
 			select {
 			case <-ctx.Done():
 				done()
 				return false
-			case <-h.cfg.Clock.After(d):
+			case <-timer:
 				done()
 			}
 		}

@@ -94,6 +94,16 @@ const (
 	// faultFlakySecondRun: a lane's second attempt fails transiently, so
 	// the host runs it a third time.
 	faultFlakySecondRun = "flaky-second-run"
+	// faultSharedKey: every lane also names one key, sharedLane, always
+	// full, whose resumes the host paces at one per sharedInterval, so
+	// resumes wait for their slot on the fake clock.
+	faultSharedKey = "shared-key"
+)
+
+// sharedLane is the resource of the key faultSharedKey gives every lane.
+const (
+	sharedLane     = "shared"
+	sharedInterval = 10 * time.Minute
 )
 
 // Violation is one lane's broken invariant.
@@ -233,7 +243,7 @@ func (w *world) Keys(_ context.Context, names []string) ([]quota.Key, error) {
 	keys := make([]quota.Key, 0, len(names))
 	for _, n := range names {
 		p, res, ok := strings.Cut(n, ":")
-		if !ok || p != simProvider || w.lanes[res] == nil {
+		if !ok || p != simProvider || w.lanes[res] == nil && (res != sharedLane || w.fault != faultSharedKey) {
 			return nil, fmt.Errorf("unknown quota %q", n)
 		}
 		keys = append(keys, quota.Key{Host: simHost, Principal: simUser, Resource: res})
@@ -248,6 +258,11 @@ func (w *world) Fresh(_ context.Context, keys []quota.Key) ([]quota.State, error
 	out := make([]quota.State, 0, len(keys))
 	for _, k := range keys {
 		w.calls.Add(1)
+		if w.fault == faultSharedKey && k.Resource == sharedLane {
+			out = append(out, quota.State{Key: k, Limit: 5000, Remaining: 5000, ResetAt: now.Add(time.Hour), ResetKnown: true,
+				ObservedAt: now, Source: quota.SourceRateLimit})
+			continue
+		}
 		l := w.laneOf(k)
 		if l == nil {
 			return nil, fmt.Errorf("no such key %s", k)
@@ -268,6 +283,9 @@ func (w *world) CheckCredentials(_ context.Context, keys []quota.Key) (ok, known
 	now := w.clk.Now()
 	for _, k := range keys {
 		w.calls.Add(1)
+		if w.fault == faultSharedKey && k.Resource == sharedLane {
+			continue
+		}
 		l := w.laneOf(k)
 		if l == nil {
 			return false, false, nil
@@ -350,10 +368,14 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 	// The lanes' resets are spread by the seed; the host draws jitter in
 	// the order its goroutines run, which no seed fixes.
 	p.Jitter = 0
+	resumeRate := float64(host.DefaultResumeRate)
+	if cfg.fault == faultSharedKey {
+		resumeRate = float64(time.Second) / float64(sharedInterval)
+	}
 	h, err := host.New(host.Config{Store: st, Runner: host.FuncRunner(w.run), Quotas: w, Credentials: w,
 		Policy: p, Clock: clk, Rand: rand.New(rand.NewPCG(cfg.Seed, 1)), ID: "sim-lanes", Hostname: "sim",
 		Concurrency: cfg.Concurrency, Lease: host.MaxLease, Heartbeat: laneHeartbeat, Env: []string{"PATH=/usr/bin:/bin"}, CheckpointDir: os.TempDir(),
-		Logger: logger})
+		ResumeRate: resumeRate, Logger: logger})
 	if err != nil {
 		return rep, err
 	}
@@ -368,6 +390,9 @@ func Lanes(ctx context.Context, cfg LanesConfig) (LanesReport, error) {
 			Provider: simProvider, MaxAttempts: host.DefaultMaxAttempts,
 			// The reconcile check: 1 says the lane's work is not done yet.
 			CheckCmd: "exit 1"}
+		if cfg.fault == faultSharedKey {
+			spec.Quota = append(spec.Quota, simProvider+":"+sharedLane)
+		}
 		if _, _, err := h.Submit(ctx, l.id, spec); err != nil {
 			return fmt.Errorf("submit %s: %w", l.id, err)
 		}

@@ -109,3 +109,17 @@ func TestLanesReportALaneRunTwice(t *testing.T) {
 		t.Fatalf("lanes run twice: %v; report %+v", twice, rep)
 	}
 }
+
+// Lanes that share a key resume in turn under the resume rate: a resume
+// waiting for its slot on the fake clock is not work the driver waits
+// out (host.Host.Still), its wake-up one the driver moves the clock to,
+// so the run ends well within its budget.
+func TestLanesSharingAKeyResumeInTurn(t *testing.T) {
+	rep, err := Lanes(t.Context(), LanesConfig{Resource: 4, Seed: 1, Dir: t.TempDir(), Budget: 20 * time.Second, fault: faultSharedKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Resumes != 4 {
+		t.Fatalf("lanes on a shared key: %+v", rep)
+	}
+}
