@@ -85,7 +85,7 @@ var helpTable = map[string]helpEntry{
 	},
 	"gateway env": {
 		summary:  "print the exports that point the SDKs and agent CLIs at a gateway",
-		examples: []string{"layover gateway env", "layover gateway env --url http://127.0.0.1:9000"},
+		examples: []string{`eval "$(layover gateway env)"`, "layover gateway env --listen 127.0.0.1:9000 --shell fish | source", "layover gateway env --url http://127.0.0.1:9000"},
 		exits:    []string{"0    printed", exitUsageLine},
 	},
 	"submit": {
