@@ -77,7 +77,7 @@ type Options struct {
 	Hostname string
 	// Next sends requests upstream; nil means a clone of
 	// http.DefaultTransport tuned for one gateway (more idle connections
-	// per host, no transparent decompression).
+	// per host, compression negotiated and undone by it).
 	Next http.RoundTripper
 	// Registerer receives the gateway's metrics (docs/metrics.md); nil
 	// means none are registered.
@@ -215,13 +215,15 @@ func providerOf(name string) *transport.Provider {
 
 // defaultNext is http.DefaultTransport tuned for a gateway: every agent of
 // a host goes through it to a few hosts, so it keeps more idle connections
-// per host; it asks for no compression of its own, so a body arrives as the
-// upstream sent it.
+// per host. It negotiates compression itself (the client's Accept-Encoding
+// is not forwarded, see ServeHTTP) and decompresses transparently, so the
+// transport classifies a rejection's plain body and the client, on
+// loopback, gets it plain, without the compressed Content-Encoding and
+// Content-Length.
 func defaultNext() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1000
 	t.MaxIdleConnsPerHost = 256
-	t.DisableCompression = true
 	return t
 }
 
@@ -313,6 +315,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.RequestURI = ""
 	out.Header = r.Header.Clone()
 	out.Header.Del(PriorityHeader)
+	// The gateway's own transport negotiates compression and undoes it:
+	// a compressed rejection could not be classified.
+	out.Header.Del("Accept-Encoding")
 	rt.proxy.ServeHTTP(rec, out)
 	g.m.requests.WithLabelValues(name, outcomeOf(info, rec.status, r.Context().Err() != nil)).Inc()
 }
