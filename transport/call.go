@@ -281,7 +281,7 @@ func (c *call) inspect(resp *http.Response) (retry bool, backoff time.Duration, 
 	if c.t.pacer != nil {
 		c.t.pacer.observe(states)
 	}
-	c.t.persist(c.ctx, states, out.Class == provider.ClassQuota)
+	c.t.persist(states, out.Class == provider.ClassQuota)
 
 	switch out.Class {
 	case provider.ClassQuota:

@@ -49,7 +49,9 @@
 // the stream is the caller's. The view is updated at once. Observations go to the store in the background, keeping
 // only the latest state per key while a write is in flight (Flush and
 // Close wait for them); an exhaustion or a quota rejection is written
-// before RoundTrip returns, so other processes see it.
+// before RoundTrip returns, so other processes see it. Writes land in the
+// order of the observations, so an earlier state of a key never overwrites
+// a later one, even when both carry the same time (a coarse or fake clock).
 //
 // # Retries (docs/design.md, Safety rules)
 //

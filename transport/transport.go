@@ -233,10 +233,13 @@ func (t *Transport) notify(ev WaitEvent) {
 		"attempt", ev.Attempt, "reason", ev.Reason)
 }
 
-// persist writes states to the store: at once when urgent (an exhaustion
-// or a rejection, which must be known before RoundTrip returns), else
-// through the coalescing background writer.
-func (t *Transport) persist(ctx context.Context, states []quota.State, urgent bool) {
+// persist writes states to the store through the writer: before it returns
+// when urgent (an exhaustion or a rejection, which must be known before
+// RoundTrip returns), else in the background. Both go through the one
+// writer so that an earlier state's background write never lands after a
+// later state's urgent one (a tie in observed time, on a coarse or fake
+// clock, goes to the later write).
+func (t *Transport) persist(states []quota.State, urgent bool) {
 	if t.store == nil || len(states) == 0 {
 		return
 	}
@@ -252,11 +255,7 @@ func (t *Transport) persist(ctx context.Context, states []quota.State, urgent bo
 		t.writer.enqueue(states)
 		return
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	if err := t.store.RecordStates(sctx, states); err != nil {
-		t.log.Warn("layover: write quota states", "states", len(states), "err", err)
-	}
+	t.writer.writeNow(states)
 }
 
 // rememberOrg records in the store that the token fp is org's, the

@@ -9,11 +9,16 @@ import (
 	"github.com/layoverhq/layover/store"
 )
 
-// writer persists ordinary observations in the background, coalesced: it
-// keeps only the latest state per key while a write is in flight, and
-// writes everything pending in one RecordStates call. Its goroutine runs
-// only while there is something to write, so an idle writer holds no
-// goroutine and needs no Stop. Safe for concurrent use.
+// writer persists observations, coalesced: it keeps only the latest state
+// per key while a write is in flight, and writes everything pending in one
+// RecordStates call. It is the only writer of states, urgent or not, so its
+// writes land in the order the states were queued: a state written at once
+// (writeNow) replaces an earlier one of its key still pending, and is
+// written after one in flight, which therefore cannot overwrite it in the
+// store when both carry the same observed time (the store keeps the later
+// write on a tie). Its goroutine runs only while there is something to
+// write, so an idle writer holds no goroutine and needs no Stop. Safe for
+// concurrent use.
 type writer struct {
 	st   store.Store
 	warn func(string, ...any)
@@ -26,6 +31,8 @@ type writer struct {
 	queued, written uint64
 	done            chan struct{}
 	err             error // first failure since the last flush
+
+	urgentQueued func() // tests: called when writeNow waits behind a write in flight
 }
 
 func newWriter(st store.Store, warn func(string, ...any)) *writer {
@@ -40,6 +47,37 @@ func (w *writer) enqueue(states []quota.State) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.enqueueLocked(states)
+}
+
+// writeNow queues states and waits until they are written, after every
+// state queued before them; a failure is logged (and kept for flush) as a
+// background one is. Each write is bounded by storeTimeout, so this waits
+// at most for the write in flight and its own.
+func (w *writer) writeNow(states []quota.State) {
+	if len(states) == 0 {
+		return
+	}
+	w.mu.Lock()
+	behind := w.running
+	target := w.enqueueLocked(states)
+	hook := w.urgentQueued
+	for w.written < target {
+		done := w.done
+		w.mu.Unlock()
+		if behind && hook != nil {
+			hook()
+			hook = nil
+		}
+		<-done
+		w.mu.Lock()
+	}
+	w.mu.Unlock()
+}
+
+// enqueueLocked queues states and returns the count a write must cover
+// to include them. w.mu must be held.
+func (w *writer) enqueueLocked(states []quota.State) uint64 {
 	w.queued++
 	for _, s := range states {
 		if old, ok := w.pending[s.Key]; ok && old.ObservedAt.After(s.ObservedAt) {
@@ -51,6 +89,7 @@ func (w *writer) enqueue(states []quota.State) {
 		w.running = true
 		go w.run()
 	}
+	return w.queued
 }
 
 // run writes batches until nothing is pending.
