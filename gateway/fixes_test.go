@@ -2,11 +2,14 @@ package gateway_test
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/layoverhq/layover/gateway"
 )
@@ -50,5 +53,109 @@ func TestGzippedRejectionRecorded(t *testing.T) {
 	}
 	if exhausted == 0 {
 		t.Errorf("the gzipped insufficient_quota was not recorded: %+v", b.g.States()[gateway.OpenAI])
+	}
+}
+
+// exhaustingUpstream answers the first request with the key exhausted for
+// 20 s, then 50 left; it sends on calls once per request.
+func exhaustingUpstream(t *testing.T, b *bench, calls chan<- struct{}) string {
+	var mu sync.Mutex
+	first := true
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		now := b.clock.Now()
+		mu.Lock()
+		remaining := "50"
+		if first {
+			remaining, first = "0", false
+		}
+		mu.Unlock()
+		h := w.Header()
+		h.Set("Date", now.Format(http.TimeFormat))
+		h.Set("Anthropic-Ratelimit-Requests-Limit", "100")
+		h.Set("Anthropic-Ratelimit-Requests-Remaining", remaining)
+		h.Set("Anthropic-Ratelimit-Requests-Reset", now.Add(20*time.Second).Format(time.RFC3339))
+		_, _ = io.WriteString(w, `{}`)
+		calls <- struct{}{}
+	}))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// After a reset, a fresh request of the key (one that was never held)
+// waits its pacer slot too: the first second after the reset sends no
+// more than the resume rate.
+func TestFreshRequestPacedAfterReset(t *testing.T) {
+	t.Parallel()
+	b := &bench{}
+	calls := make(chan struct{}, 16)
+	u := exhaustingUpstream(t, b, calls)
+	*b = *newBench(t, gateway.Options{Policy: noMargin(), ResumeRate: 10, Upstreams: map[string]string{gateway.Anthropic: u}})
+	key := keyHeader(gateway.Anthropic, "sk-ant-fresh-0123456789")
+	b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+	<-calls
+	timers := b.clock.TimerAdded()
+	done := make(chan int, 2)
+	send := func() {
+		resp, _ := b.do(t, context.Background(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+		done <- resp.StatusCode
+	}
+	go send()
+	<-timers // held
+	b.clock.Advance(20 * time.Second)
+	<-calls // the held one goes at the reset
+	if code := <-done; code != 200 {
+		t.Fatalf("held request: %d", code)
+	}
+	go send() // fresh, at the reset
+	<-timers  // waits its slot
+	if n := len(calls); n != 0 {
+		t.Fatalf("a fresh request went out %d at once after the reset", n)
+	}
+	b.clock.Advance(100 * time.Millisecond)
+	<-calls
+	if code := <-done; code != 200 {
+		t.Errorf("fresh request: %d", code)
+	}
+}
+
+// The wait for a pacer slot comes out of the hold budget: a request whose
+// slot falls past start+MaxHold is answered locally with retry-after to
+// the slot, not held longer.
+func TestPacerSlotWithinMaxHold(t *testing.T) {
+	t.Parallel()
+	b := &bench{}
+	calls := make(chan struct{}, 16)
+	u := exhaustingUpstream(t, b, calls)
+	*b = *newBench(t, gateway.Options{Policy: noMargin(), ResumeRate: 10, MaxHold: 20 * time.Second, Upstreams: map[string]string{gateway.Anthropic: u}})
+	key := keyHeader(gateway.Anthropic, "sk-ant-budget-0123456789")
+	b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+	<-calls
+	timers := b.clock.TimerAdded()
+	type res struct {
+		code int
+		ra   string
+	}
+	done := make(chan res, 2)
+	for range 2 {
+		go func() {
+			resp, _ := b.do(t, context.Background(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
+			done <- res{resp.StatusCode, resp.Header.Get("Retry-After")}
+		}()
+	}
+	<-timers
+	<-timers // both held until the reset, exactly their budget
+	b.clock.Advance(20 * time.Second)
+	got := map[int]string{}
+	for range 2 {
+		select {
+		case r := <-done:
+			got[r.code] = r.ra
+		case <-timers:
+			t.Fatal("a request waits for a slot past its max hold")
+		}
+	}
+	if _, ok := got[200]; !ok || got[429] != "1" {
+		t.Errorf("answers %v; want one sent and one 429 with retry-after 1", got)
 	}
 }

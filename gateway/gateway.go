@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -257,9 +260,10 @@ type reqInfo struct {
 	low     bool
 	held    time.Duration // time spent held, 0 when never
 	wasHeld bool
-	sent    bool     // the upstream answered
-	local   bool     // answered by the gateway (429)
-	tok     []string // the request's credentials, to mask them in errors
+	sent    bool              // the upstream answered
+	local   bool              // answered by the gateway (429)
+	tok     []string          // the request's credentials, to mask them in errors
+	cred    [sha256.Size]byte // their digest: the pacer's key
 }
 
 type infoKey struct{}
@@ -290,6 +294,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := g.routes[name]
 	info.route = name
 	info.tok = credentials(r)
+	info.cred = sha256.Sum256([]byte(strings.Join(info.tok, "\x00")))
 	if r.ContentLength > g.maxBody {
 		writeError(rec, http.StatusRequestEntityTooLarge, fmt.Sprintf("layover gateway: the request body is larger than %d bytes", g.maxBody))
 		g.m.requests.WithLabelValues(name, OutcomeBadRequest).Inc()
@@ -420,8 +425,27 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = nil
 	}
 	buffered := false
-	budget := g.maxHold
+	start := g.clock.Now()
+	// Every wait of this request, for a resume time or a pacer slot,
+	// comes out of one budget: it is sent by start+MaxHold or answered.
+	deadline := start.Add(g.maxHold)
+	if g.noHold || info.low {
+		deadline = start
+	}
+	pk := pacerKey{h.rt.name, info.cred}
+	held := false // whether a deferral of this request is being waited out
 	for {
+		if info.low {
+			// A low-priority request never waits: it is answered at
+			// once below (a deferral) or sent.
+		} else if slot, ok := g.pacer.take(pk, deadline, held); !ok {
+			return nil, &quota.DeferralError{ResumeAt: slot, Cause: quota.CauseExhausted,
+				Reason: "this key's requests are paced after a reset, at most " + rateText(g.pacer.interval)}
+		} else if wait := slot.Sub(g.clock.Now()); wait > 0 {
+			if err := h.wait(ctx, info, wait); err != nil {
+				return nil, err
+			}
+		}
 		out := req
 		if body != nil {
 			// The transport closes the body of a request it does not
@@ -438,9 +462,12 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return resp, err
 		}
+		if !de.ResumeAt.IsZero() {
+			// Whoever comes back at the resume time is paced too.
+			g.pacer.mark(pk, de.ResumeAt)
+		}
 		now := g.clock.Now()
-		wait := de.ResumeAt.Sub(now)
-		if info.low || g.noHold || de.ResumeAt.IsZero() || wait > budget {
+		if info.low || g.noHold || de.ResumeAt.IsZero() || de.ResumeAt.After(deadline) {
 			return nil, err
 		}
 		if !buffered && body != nil {
@@ -454,22 +481,30 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			body, buffered = bytes.NewReader(data), true
 		}
-		start := now
-		g.m.held.Inc()
-		herr := sleep(ctx, g.clock, wait)
-		if herr == nil {
-			herr = g.pacer.wait(ctx, pacerKey{de.Key.Host, de.Key.Principal})
+		if err := h.wait(ctx, info, de.ResumeAt.Sub(now)); err != nil {
+			return nil, err
 		}
-		g.m.held.Dec()
-		spent := g.clock.Now().Sub(start)
-		info.held += spent
-		info.wasHeld = true
-		g.m.hold.Observe(spent.Seconds())
-		if herr != nil {
-			return nil, herr
-		}
-		budget -= max(wait, 0)
+		held = true
 	}
+}
+
+// wait holds the request d, counted in the metrics, or until ctx ends.
+func (h *holder) wait(ctx context.Context, info *reqInfo, d time.Duration) error {
+	g := h.g
+	start := g.clock.Now()
+	g.m.held.Inc()
+	err := sleep(ctx, g.clock, d)
+	g.m.held.Dec()
+	spent := g.clock.Now().Sub(start)
+	info.held += spent
+	info.wasHeld = true
+	g.m.hold.Observe(spent.Seconds())
+	return err
+}
+
+// rateText is a pacer interval as a rate, e.g. "10 requests per second".
+func rateText(iv time.Duration) string {
+	return strconv.FormatFloat(float64(time.Second)/float64(iv), 'g', 4, 64) + " requests per second"
 }
 
 // noClose is a request body the transport may close without closing it.
@@ -552,45 +587,102 @@ func (l *lockedRand) Int64N(n int64) int64 {
 	return l.r.Int64N(n)
 }
 
-// pacerKey is the (host, principal) whose held requests are paced.
-type pacerKey struct{ host, principal string }
+// pacerKey is the (route, credentials) whose requests are paced: known
+// before a request is sent, unlike the quota key's principal.
+type pacerKey struct {
+	route string
+	cred  [sha256.Size]byte
+}
 
-// pacer releases held requests of one key at most rate per second: each
-// takes the next free slot, interval apart (docs/gateway.md, Resume rate).
+// pacer spaces the requests of one key at most rate per second after a
+// resume (docs/gateway.md, Resume rate): each takes the next free slot,
+// interval apart. A key is paced from its resume time until a second past
+// the last slot a held request took; outside that window its requests go
+// at once.
 type pacer struct {
 	clock    clock.Clock
 	interval time.Duration
 	mu       sync.Mutex
-	next     map[pacerKey]time.Time
+	keys     map[pacerKey]*paced
 }
+
+// paced is one key's pacing: the next free slot and the window, from the
+// earliest resume time to its end.
+type paced struct{ next, from, end time.Time }
 
 func newPacer(c clock.Clock, rate float64) *pacer {
 	iv := time.Duration(float64(time.Second) / rate)
 	if rate < 1e-9 || iv <= 0 {
 		iv = time.Nanosecond
 	}
-	return &pacer{clock: c, interval: iv, next: map[pacerKey]time.Time{}}
+	return &pacer{clock: c, interval: iv, keys: map[pacerKey]*paced{}}
 }
 
-// wait waits for k's next slot, or until ctx ends (the slot is then not
-// given back: the pace errs on the slow side).
-func (p *pacer) wait(ctx context.Context, k pacerKey) error {
+// mark notes that k resumes at resumeAt: requests of k from then on are
+// paced, for at least a second.
+func (p *pacer) mark(k pacerKey, resumeAt time.Time) {
 	p.mu.Lock()
-	now := p.clock.Now()
-	slot := now
-	if n, ok := p.next[k]; ok && n.After(now) {
-		slot = n
+	defer p.mu.Unlock()
+	e := p.entry(k)
+	if !p.clock.Now().Before(e.end) || resumeAt.Before(e.from) {
+		e.from = resumeAt
 	}
-	p.next[k] = slot.Add(p.interval)
-	if len(p.next) > 4096 {
-		for key, n := range p.next {
-			if !n.After(now) {
-				delete(p.next, key)
+	if e.next.Before(resumeAt) {
+		e.next = resumeAt
+	}
+	if end := resumeAt.Add(time.Second); e.end.Before(end) {
+		e.end = end
+	}
+}
+
+// take gives a request of k its slot: now when k is not being paced (and
+// the request was not held), else k's next free slot, so that fresh
+// requests and clients coming back at a local answer's retry-after are
+// paced with the held ones. A slot after
+// deadline is not taken: ok is false and slot says when one would be.
+func (p *pacer) take(k pacerKey, deadline time.Time, held bool) (slot time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	e, found := p.keys[k]
+	if !held && (!found || now.Before(e.from) || !now.Before(e.end)) {
+		// Not paced; before the resume time the transport holds it.
+		return now, true
+	}
+	if e == nil {
+		e = p.entry(k)
+	}
+	slot = now
+	if e.next.After(now) {
+		slot = e.next
+	}
+	if slot.After(deadline) {
+		return slot, false
+	}
+	e.next = slot.Add(p.interval)
+	if end := slot.Add(time.Second); held && e.end.Before(end) {
+		e.end = end
+	}
+	return slot, true
+}
+
+// entry is k's pacing, made when missing; it drops ended ones when the
+// map grows. The caller holds p.mu.
+func (p *pacer) entry(k pacerKey) *paced {
+	if e, ok := p.keys[k]; ok {
+		return e
+	}
+	if len(p.keys) > 4096 {
+		now := p.clock.Now()
+		for key, e := range p.keys {
+			if !now.Before(e.end) && !now.Before(e.next) {
+				delete(p.keys, key)
 			}
 		}
 	}
-	p.mu.Unlock()
-	return sleep(ctx, p.clock, slot.Sub(now))
+	e := &paced{}
+	p.keys[k] = e
+	return e
 }
 
 // Upstream returns route's upstream base URL ("" for an unknown route).
