@@ -159,3 +159,30 @@ func TestPacerSlotWithinMaxHold(t *testing.T) {
 		t.Errorf("answers %v; want one sent and one 429 with retry-after 1", got)
 	}
 }
+
+// Every x-layover-* request header is the gateway's own: none is forwarded.
+func TestLayoverHeadersStripped(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer up.Close()
+	b := newBench(t, gateway.Options{Upstreams: map[string]string{gateway.OpenAI: up.URL}})
+	b.do(t, t.Context(), http.MethodGet, "/openai/v1/models", "", http.Header{
+		"X-Layover-Priority": {"low"}, "X-Layover-Trace": {"1"}, "x-layover-other": {"2"}, "X-Keep": {"yes"}})
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range got {
+		if strings.HasPrefix(strings.ToLower(k), "x-layover-") {
+			t.Errorf("%s forwarded", k)
+		}
+	}
+	if got.Get("X-Keep") != "yes" {
+		t.Errorf("X-Keep not forwarded: %v", got)
+	}
+}

@@ -254,6 +254,10 @@ func (g *Gateway) States() map[string][]quota.State {
 	return out
 }
 
+// layoverHeaderPrefix starts the names of the request headers the gateway
+// reads and never forwards.
+const layoverHeaderPrefix = "X-Layover-"
+
 // reqInfo is what the handler and the holder share about one request.
 type reqInfo struct {
 	route   string
@@ -319,7 +323,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Host = ""
 	out.RequestURI = ""
 	out.Header = r.Header.Clone()
-	out.Header.Del(PriorityHeader)
+	for k := range out.Header {
+		// The x-layover-* headers are the gateway's own (PriorityHeader).
+		if len(k) >= len(layoverHeaderPrefix) && strings.EqualFold(k[:len(layoverHeaderPrefix)], layoverHeaderPrefix) {
+			delete(out.Header, k)
+		}
+	}
 	// The gateway's own transport negotiates compression and undoes it:
 	// a compressed rejection could not be classified.
 	out.Header.Del("Accept-Encoding")

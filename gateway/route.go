@@ -96,7 +96,8 @@ func target(base *url.URL, rest, query string) (*url.URL, error) {
 }
 
 // PriorityHeader is the request header that marks a request low priority
-// (value "low", any case); the gateway removes it before forwarding.
+// (value "low", any case); the gateway removes it, as every X-Layover-*
+// request header, before forwarding.
 const PriorityHeader = "X-Layover-Priority"
 
 // lowPriority reports whether h marks its request low priority: some
