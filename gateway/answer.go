@@ -54,7 +54,6 @@ func writeDeferred(w http.ResponseWriter, route string, de *quota.DeferralError,
 	if r := textsafe.Line(de.Reason, maxReason); r != "" {
 		msg += " (" + r + ")"
 	}
-	msg += "; retry after " + strconv.FormatInt(secs, 10) + " s"
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
@@ -62,19 +61,24 @@ func writeDeferred(w http.ResponseWriter, route string, de *quota.DeferralError,
 	h.Set("X-Should-Retry", "true")
 	h.Set(DeferredHeader, "1")
 	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(rateLimitBody(route, msg))
+	_, _ = w.Write(rateLimitBody(route, msg, secs))
 }
 
-// rateLimitBody is the rate-limit error body of route's provider.
-func rateLimitBody(route, msg string) []byte {
+// rateLimitBody is the rate-limit error body of route's provider, with the
+// wait of secs seconds where that provider's clients look for it: OpenAI's
+// message ends "Please try again in Ns.", Gemini's "Please retry in Ns."
+// and its details hold a google.rpc.RetryInfo (docs/gateway.md).
+func rateLimitBody(route, msg string, secs int64) []byte {
+	n := strconv.FormatInt(secs, 10)
 	var v any
 	switch route {
 	case Anthropic:
-		v = map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": msg}}
+		v = map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": msg + "; retry after " + n + " s"}}
 	case OpenAI:
-		v = map[string]any{"error": map[string]any{"message": msg, "type": "requests", "param": nil, "code": "rate_limit_exceeded"}}
+		v = map[string]any{"error": map[string]any{"message": msg + ". Please try again in " + n + "s.", "type": "requests", "param": nil, "code": "rate_limit_exceeded"}}
 	default: // Gemini
-		v = map[string]any{"error": map[string]any{"code": http.StatusTooManyRequests, "message": msg, "status": "RESOURCE_EXHAUSTED"}}
+		v = map[string]any{"error": map[string]any{"code": http.StatusTooManyRequests, "message": msg + ". Please retry in " + n + "s.", "status": "RESOURCE_EXHAUSTED",
+			"details": []any{map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": n + "s"}}}}
 	}
 	b, _ := json.Marshal(v) // maps of strings: cannot fail
 	return append(b, '\n')
