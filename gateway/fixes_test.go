@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -184,5 +185,23 @@ func TestLayoverHeadersStripped(t *testing.T) {
 	}
 	if got.Get("X-Keep") != "yes" {
 		t.Errorf("X-Keep not forwarded: %v", got)
+	}
+}
+
+// An upstream failure's text is bounded and stripped of control characters
+// before it reaches the 502's body and the log.
+func TestUpstreamErrorBounded(t *testing.T) {
+	t.Parallel()
+	long := "dial: \x1b[31mred\x1b[0m\r\nline " + strings.Repeat("x", 20000)
+	next := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New(long) })
+	b := newBench(t, gateway.Options{Next: next})
+	resp, body := b.do(t, t.Context(), http.MethodGet, "/openai/v1/models", "", nil)
+	if resp.StatusCode != 502 || !strings.Contains(body, "red") {
+		t.Fatalf("%d %.200s; want 502 with the cause", resp.StatusCode, body)
+	}
+	for what, text := range map[string]string{"body": body, "log": b.logs.String()} {
+		if len(text) > 2000 || strings.Contains(text, "\x1b") || strings.Contains(text, `\u001b`) || strings.Contains(text, `\x1b`) || strings.Contains(text, `\r`) {
+			t.Errorf("%s unbounded or with control characters: %d bytes %.300q", what, len(text), text)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/textsafe"
 	"github.com/layoverhq/layover/transport"
 )
 
@@ -258,6 +259,9 @@ func (g *Gateway) States() map[string][]quota.State {
 // reads and never forwards.
 const layoverHeaderPrefix = "X-Layover-"
 
+// maxCause bounds the cause of a 502, in its body and the log.
+const maxCause = 500
+
 // reqInfo is what the handler and the holder share about one request.
 type reqInfo struct {
 	route   string
@@ -378,7 +382,9 @@ func (g *Gateway) proxyError(rt *route) func(http.ResponseWriter, *http.Request,
 			// The client went away: there is no one to answer.
 			w.WriteHeader(http.StatusBadGateway)
 		default:
-			msg := redact.String(err.Error(), info.tok...)
+			// Masked, then bounded and stripped of control characters:
+			// the text may quote what the upstream sent.
+			msg := textsafe.Line(redact.String(err.Error(), info.tok...), maxCause)
 			g.log.Warn("layover gateway: upstream unreachable", "route", rt.name, "err", msg)
 			writeError(w, http.StatusBadGateway, "layover gateway: the "+rt.name+" upstream "+rt.base.Host+" could not be reached: "+msg)
 		}
