@@ -205,3 +205,33 @@ func TestUpstreamErrorBounded(t *testing.T) {
 		}
 	}
 }
+
+// A path whose decoded segments include "." or ".." is refused with a
+// 400 JSON error and never reaches the upstream; "..." is a name.
+func TestDotSegmentsRefused(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var paths []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer up.Close()
+	b := newBench(t, gateway.Options{Upstreams: map[string]string{gateway.Anthropic: up.URL + "/base"}})
+	for _, p := range []string{"/anthropic/v1/../admin", "/anthropic/..", "/anthropic/./v1", "/anthropic/v1/%2e%2E/x", "/anthropic/v1/%2E", "/anthropic/a%2F..%2Fb"} {
+		resp, body := b.do(t, t.Context(), http.MethodGet, p, "", nil)
+		if resp.StatusCode != 400 || !strings.Contains(body, `"message"`) {
+			t.Errorf("%s: %d %s; want 400 with a JSON error", p, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := b.do(t, t.Context(), http.MethodGet, "/anthropic/v1/.../x..y", "", nil); resp.StatusCode != 200 {
+		t.Errorf("/v1/.../x..y: %d; want it sent", resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 1 {
+		t.Errorf("upstream saw %v; want only /base/v1/.../x..y", paths)
+	}
+}

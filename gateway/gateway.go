@@ -310,7 +310,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := target(rt.base, rest, r.URL.RawQuery)
 	if err != nil {
-		writeError(rec, http.StatusBadRequest, "layover gateway: the path is not a valid escaped path")
+		msg := "layover gateway: the path is not a valid escaped path"
+		if errors.Is(err, errDotSegment) {
+			msg = `layover gateway: the path has a "." or ".." segment`
+		}
+		writeError(rec, http.StatusBadRequest, msg)
 		g.m.requests.WithLabelValues(name, OutcomeBadRequest).Inc()
 		return
 	}

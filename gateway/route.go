@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -77,9 +78,33 @@ func ParseUpstream(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// errDotSegment refuses a path with a "." or ".." segment.
+var errDotSegment = errors.New(`a path segment is "." or ".."`)
+
+// dotSegment reports whether the escaped path rest, decoded, has a "." or
+// ".." segment: whole, or after an escaped slash (%2F) is decoded, since
+// an upstream or a proxy before it may decode either way.
+func dotSegment(rest string) bool {
+	for seg := range strings.SplitSeq(rest, "/") {
+		d, err := url.PathUnescape(seg)
+		if err != nil {
+			return false // target refuses it
+		}
+		for part := range strings.SplitSeq(d, "/") {
+			if part == "." || part == ".." {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // target is the URL a request goes to: base's scheme and host, base's path
 // followed by rest (an escaped path), and query.
 func target(base *url.URL, rest, query string) (*url.URL, error) {
+	if dotSegment(rest) {
+		return nil, errDotSegment
+	}
 	u := *base
 	escaped := base.EscapedPath() + rest
 	p, err := url.PathUnescape(escaped)
