@@ -149,13 +149,7 @@ func (o *GatewayOptions) run(ctx context.Context, env *Env, ups map[string]strin
 			logger.Warn("layover gateway: write the last observations", "err", err)
 		}
 	}()
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.Handle("/", g)
+	mux := gatewayHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), g)
 	// No read or write timeout: a request body may be large, and a
 	// stream lasts as long as the model writes; the headers are bounded.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -184,6 +178,27 @@ func (o *GatewayOptions) run(ctx context.Context, env *Env, ups map[string]strin
 			return served2err(err)
 		}
 	}
+}
+
+// gatewayHandler serves GET /metrics and GET /healthz by their exact
+// paths and gives every other request to gw as it came. Not a ServeMux:
+// that would redirect an unclean path (/anthropic//v1/messages) instead
+// of forwarding it.
+func gatewayHandler(metrics, gw http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			switch r.URL.Path {
+			case "/metrics":
+				metrics.ServeHTTP(w, r)
+				return
+			case "/healthz":
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				_, _ = w.Write([]byte("ok\n"))
+				return
+			}
+		}
+		gw.ServeHTTP(w, r)
+	})
 }
 
 // served2err is the command's error for what http.Server.Serve returned:
