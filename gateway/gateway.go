@@ -167,6 +167,7 @@ func New(opts Options) (*Gateway, error) {
 	lr := &lockedRand{r: rand}
 	defaults := DefaultUpstreams()
 	g.routes = map[string]*route{}
+	buffers := newBufferPool() // one pool for every route's proxy
 	for _, name := range Routes() {
 		raw, ok := opts.Upstreams[name]
 		if !ok {
@@ -197,6 +198,7 @@ func New(opts Options) (*Gateway, error) {
 			Rewrite:       func(*httputil.ProxyRequest) {}, // the handler sets the outgoing URL (see forward)
 			Transport:     &holder{g: g, rt: rt},
 			FlushInterval: -1,
+			BufferPool:    buffers,
 			ErrorHandler:  g.proxyError(rt),
 			ErrorLog:      slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 		}
