@@ -30,9 +30,12 @@ import (
 
 // Defaults of Options (docs/gateway.md).
 const (
-	DefaultMaxHold    = 30 * time.Second
-	DefaultMaxBody    = 32 << 20 // 32 MiB
-	DefaultResumeRate = 10.0     // requests per second per key after a hold (docs/design.md, Defaults)
+	DefaultMaxHold = 30 * time.Second
+	DefaultMaxBody = 32 << 20 // 32 MiB
+	// DefaultMaxHeldBytes bounds the request bodies held in memory at
+	// once, across every held request (Options.MaxHeldBytes).
+	DefaultMaxHeldBytes = 256 << 20 // 256 MiB
+	DefaultResumeRate   = 10.0      // requests per second per key after a hold (docs/design.md, Defaults)
 	// MaxMaxHold bounds Options.MaxHold.
 	MaxMaxHold = time.Hour
 )
@@ -60,6 +63,11 @@ type Options struct {
 	// MaxBody is the largest request body, in bytes; a larger one is
 	// answered 413. 0 means DefaultMaxBody; negative is an error.
 	MaxBody int64
+	// MaxHeldBytes is the most request-body bytes the gateway keeps in
+	// memory at once for held requests, all of them together: a request
+	// whose body would pass it is answered at once (429) rather than
+	// held. 0 means DefaultMaxHeldBytes; negative is an error.
+	MaxHeldBytes int64
 	// ResumeRate is how many held requests of one key (host, principal)
 	// go out per second once their hold ends. 0 means DefaultResumeRate;
 	// negative, NaN or infinite is an error.
@@ -97,6 +105,7 @@ type Gateway struct {
 	maxHold time.Duration
 	noHold  bool
 	maxBody int64
+	held    *heldBytes
 	pacer   *pacer
 	m       *metrics
 	next    http.RoundTripper
@@ -118,11 +127,17 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: MaxHold %s: want 0 to %s", opts.MaxHold, MaxMaxHold)
 	case opts.MaxBody < 0:
 		return nil, fmt.Errorf("gateway: MaxBody %d is negative", opts.MaxBody)
+	case opts.MaxHeldBytes < 0:
+		return nil, fmt.Errorf("gateway: MaxHeldBytes %d is negative", opts.MaxHeldBytes)
 	case opts.ResumeRate < 0 || math.IsNaN(opts.ResumeRate) || math.IsInf(opts.ResumeRate, 0):
 		return nil, fmt.Errorf("gateway: ResumeRate %v: want a positive number", opts.ResumeRate)
 	}
 	if g.maxHold == 0 {
 		g.maxHold = DefaultMaxHold
+	}
+	g.held = &heldBytes{limit: opts.MaxHeldBytes}
+	if g.held.limit == 0 {
+		g.held.limit = DefaultMaxHeldBytes
 	}
 	if g.maxBody == 0 {
 		g.maxBody = DefaultMaxBody
@@ -500,6 +515,12 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 			if rerr != nil {
 				return nil, rerr
 			}
+			if !g.held.take(int64(len(data))) {
+				// Nothing was sent: answered locally, as past the hold.
+				return nil, &quota.DeferralError{Key: de.Key, ResumeAt: de.ResumeAt, Cause: de.Cause,
+					Reason: "the gateway holds no more request bodies in memory (MaxHeldBytes)"}
+			}
+			defer g.held.give(int64(len(data)))
 			body, buffered = bytes.NewReader(data), true
 		}
 		if err := h.wait(ctx, info, de.ResumeAt.Sub(now)); err != nil {
@@ -733,4 +754,31 @@ func (m minLevel) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (m minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{min: m.min, h: m.h.WithGroup(name)}
+}
+
+// heldBytes counts the request-body bytes held requests keep in memory,
+// against limit (Options.MaxHeldBytes).
+type heldBytes struct {
+	mu    sync.Mutex
+	limit int64
+	n     int64
+}
+
+// take reserves n bytes; false, reserving nothing, when that would pass
+// the limit.
+func (h *heldBytes) take(n int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n > h.limit-h.n {
+		return false
+	}
+	h.n += n
+	return true
+}
+
+// give returns n bytes take reserved.
+func (h *heldBytes) give(n int64) {
+	h.mu.Lock()
+	h.n -= n
+	h.mu.Unlock()
 }
