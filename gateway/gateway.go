@@ -106,6 +106,7 @@ type Gateway struct {
 	noHold  bool
 	maxBody int64
 	held    *heldBytes
+	flying  inflight
 	pacer   *pacer
 	m       *metrics
 	next    http.RoundTripper
@@ -248,9 +249,14 @@ func defaultNext() http.RoundTripper {
 	return t
 }
 
-// Close flushes the ledger writes of every route to the store and closes
-// idle upstream connections. The Gateway stays usable.
+// Close waits for the requests under way to end (at most closeWait, 10 s
+// on the Gateway's clock), then flushes the ledger writes of every route
+// to the store and closes idle upstream connections. The Gateway stays
+// usable.
 func (g *Gateway) Close() error {
+	// A request still under way may yet record a rejection: wait for it,
+	// up to closeWait, before the transports flush and close.
+	g.flying.wait(g.clock.After(closeWait))
 	var first error
 	for _, name := range Routes() {
 		rt := g.routes[name]
@@ -295,6 +301,8 @@ type infoKey struct{}
 
 // ServeHTTP forwards r by its route (see the package documentation).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.flying.add()
+	defer g.flying.done()
 	rec := &recorder{ResponseWriter: w}
 	info := &reqInfo{route: "none"}
 	defer func() {
@@ -781,4 +789,49 @@ func (h *heldBytes) give(n int64) {
 	h.mu.Lock()
 	h.n -= n
 	h.mu.Unlock()
+}
+
+// closeWait bounds how long Close waits for the requests still under way
+// (their clients gone or their server stopped, they end soon).
+const closeWait = 10 * time.Second
+
+// inflight counts the requests ServeHTTP is serving.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n falls to 0 while someone waits; nil else
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns once no request is under way, or when timeout fires.
+func (f *inflight) wait(timeout <-chan time.Time) {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+	case <-timeout:
+	}
 }
