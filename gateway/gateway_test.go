@@ -438,27 +438,8 @@ func TestHeldReleasedAtResumeRate(t *testing.T) {
 	t.Parallel()
 	b := &bench{}
 	calls := make(chan struct{}, 16)
-	first := true
-	var mu sync.Mutex
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		now := b.clock.Now()
-		mu.Lock()
-		remaining := "50"
-		if first {
-			remaining, first = "0", false
-		}
-		mu.Unlock()
-		h := w.Header()
-		h.Set("Date", now.Format(http.TimeFormat))
-		h.Set("Anthropic-Ratelimit-Requests-Limit", "100")
-		h.Set("Anthropic-Ratelimit-Requests-Remaining", remaining)
-		h.Set("Anthropic-Ratelimit-Requests-Reset", now.Add(20*time.Second).Format(time.RFC3339))
-		_, _ = io.WriteString(w, `{}`)
-		calls <- struct{}{}
-	}))
-	defer up.Close()
-	*b = *newBench(t, gateway.Options{Policy: noMargin(), ResumeRate: 10, Upstreams: map[string]string{gateway.Anthropic: up.URL}})
+	up := exhaustingUpstream(t, b, calls)
+	*b = *newBench(t, gateway.Options{Policy: noMargin(), ResumeRate: 10, Upstreams: map[string]string{gateway.Anthropic: up}})
 	key := keyHeader(gateway.Anthropic, "sk-ant-rate-0123456789")
 	b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key)
 	<-calls
