@@ -215,6 +215,41 @@ func (b *bundle) await(id string, cond func(job.Job) bool, what string) job.Job 
 	}
 }
 
+// awaitStill waits until the host is still (Host.Still): nothing it does
+// can move a job before the clock moves, so a test may read the store and
+// then decide how far to move the clock.
+func (b *bundle) awaitStill() {
+	b.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		if still, _ := b.host.Still(); still {
+			return
+		}
+		select {
+		case <-b.host.Stilled():
+		case <-timeout:
+			b.t.Fatal("the host never became still")
+		}
+	}
+}
+
+// reclaimAfterLapse moves the clock a lease further when the job's
+// stopped attempt left its claim (fence 1) standing, renewed before the
+// progress deadline stopped it: the sweep takes the job back once that
+// lease runs out. Had the sweep taken it back already, a move would let
+// the new claim's own lease lapse under its check.
+func (b *bundle) reclaimAfterLapse(id string) {
+	b.t.Helper()
+	b.awaitStill()
+	j, err := b.st.Job(context.Background(), id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if j.Fence < 2 {
+		b.clock.Advance(host.DefaultLease)
+	}
+}
+
 func (b *bundle) awaitState(id string, s job.State) job.Job {
 	b.t.Helper()
 	return b.await(id, func(j job.Job) bool { return j.State == s && j.LeaseOwner == "" }, string(s))
@@ -590,7 +625,7 @@ func TestProgressDeadlineTakesTheJobBack(t *testing.T) {
 	b.await("j", func(j job.Job) bool { return j.State == job.Running }, "running")
 	b.clock.Advance(61 * time.Second)
 	<-stopped
-	b.clock.Advance(host.DefaultLease)
+	b.reclaimAfterLapse("j")
 	j := b.awaitState("j", job.Complete)
 	if j.Fence < 2 {
 		t.Fatalf("fence %d: the retry must hold a new claim", j.Fence)

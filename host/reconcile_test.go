@@ -88,7 +88,7 @@ func TestReclaimReconcilesFirst(t *testing.T) {
 	b.await("j", func(j job.Job) bool { return j.State == job.Running }, "running")
 	b.clock.Advance(61 * time.Second)
 	<-stopped
-	b.clock.Advance(host.DefaultLease)
+	b.reclaimAfterLapse("j")
 	b.awaitState("j", job.Complete)
 	h := b.history("j")
 	if len(h.Checks) != 1 || h.Checks[0].Result != job.CheckComplete ||
