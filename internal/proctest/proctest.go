@@ -4,10 +4,12 @@ package proctest
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,10 @@ import (
 // → the binary's name) into a new directory, with -race when race is set,
 // sets *dir to it, runs the tests, removes the directory and exits with
 // their code. Call it from TestMain.
+//
+// Tests that drive processes spend most of their time waiting on them and
+// on real time, not on the CPU, so unless -parallel is given Main lets
+// PerCPU of them run at once per CPU rather than testing's one.
 //
 // A process that runs no test builds nothing, so that listing and fuzzing
 // (scripts/fuzz.sh) spend no time building: one that only lists (-list),
@@ -33,6 +39,12 @@ func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
 		os.Exit(1)
 	}
 	*dir = d
+	if !hasFlag(os.Args[1:], "test.parallel") {
+		if err := flag.Set("test.parallel", strconv.Itoa(PerCPU*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	for pkg, name := range bins {
 		args := []string{"build", "-o", filepath.Join(d, name)}
 		if race {
@@ -48,6 +60,24 @@ func Main(m *testing.M, dir *string, race bool, bins map[string]string) {
 	code := m.Run()
 	os.RemoveAll(d)
 	os.Exit(code)
+}
+
+// PerCPU is how many parallel tests Main lets run at once per CPU.
+const PerCPU = 2
+
+// hasFlag reports whether args set the test flag name (-name or --name,
+// with its value after = or as the next argument).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // runsNoTest reports whether a test binary run with args runs no test:

@@ -25,3 +25,24 @@ func TestRunsNoTest(t *testing.T) {
 		}
 	}
 }
+
+func TestHasFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"-test.parallel=8"}, true},
+		{[]string{"-test.v=true", "--test.parallel", "3"}, true},
+		{[]string{"-test.paralleltime=1"}, false},
+		{[]string{"-test.run=test.parallel"}, false},
+		// Past "--" the arguments are the tests' own.
+		{[]string{"--", "-test.parallel=8"}, false},
+	}
+	for _, tt := range tests {
+		if got := hasFlag(tt.args, "test.parallel"); got != tt.want {
+			t.Errorf("hasFlag(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
