@@ -237,19 +237,45 @@ func (c *Coordinator) syncOnce(ctx context.Context, r record.Run) error {
 	if err := c.flush(ctx, p); err != nil {
 		return err
 	}
-	status := durableStatus(recs, p.timedOut)
-	starts := p.starts()
-	if status != r.Status || starts != r.Starts {
+	return c.settleRun(ctx, r, recs, p.timedOut)
+}
+
+// settleRun sets run r's status and starts from its tasks recs, as a pass
+// left them: a compare-and-set on r's version. A run's status and starts
+// follow its tasks' records alone, so when another writer changed the run
+// first (two syncs of one run at once), the run and then its tasks are
+// read again and the run set from those, without reading the jobs again:
+// every writer of a task writes it before the run, so tasks read after
+// the run are as new as those its writer saw. A run already as they say,
+// or cancelled, is left as it is: its Moved, if any, was its writer's.
+func (c *Coordinator) settleRun(ctx context.Context, r record.Run, recs []record.Task, timedOut bool) error {
+	for try := 1; ; try++ {
+		status, starts := durableStatus(recs, timedOut), 0
+		for _, rt := range recs {
+			starts += rt.Starts
+		}
+		if r.Status == record.RunCancelled || (status == r.Status && starts == r.Starts) {
+			return nil
+		}
 		r.Status, r.Starts = status, starts
 		stored, err := c.Store.UpdateRun(ctx, r, c.now())
-		if err != nil {
+		if err == nil {
+			if c.Moved != nil {
+				c.Moved(stored)
+			}
+			return nil
+		}
+		if !errors.Is(err, record.ErrConflict) || try == maxSyncTries {
 			return fmt.Errorf("workflow: run %s: %w", r.ID, err)
 		}
-		if c.Moved != nil {
-			c.Moved(stored)
+		id := r.ID
+		if r, err = c.Store.Run(ctx, id); err != nil {
+			return fmt.Errorf("workflow: read run %s: %w", id, err)
+		}
+		if recs, err = c.Store.RunTasks(ctx, id); err != nil {
+			return fmt.Errorf("workflow: read run %s: %w", id, err)
 		}
 	}
-	return nil
 }
 
 // pass is what one syncOnce knows of its run.
@@ -955,7 +981,7 @@ func (c *Coordinator) flush(ctx context.Context, p *pass) error {
 	writes, targets, after := p.writes, p.targets, p.after
 	p.writes, p.targets, p.after, p.moved = nil, nil, nil, map[*record.Task]int{}
 	if len(writes) > 0 {
-		stored, err := c.writeTasks(ctx, writes)
+		stored, err := c.writeMoves(ctx, p.run.ID, writes)
 		if err != nil {
 			return fmt.Errorf("workflow: run %s: %w", p.run.ID, err)
 		}
@@ -969,6 +995,100 @@ func (c *Coordinator) flush(ctx context.Context, p *pass) error {
 		}
 	}
 	return nil
+}
+
+// writeMoves writes a pass's moves (writeTasks) and returns the tasks as
+// stored. A move another writer already made, so that the stored task is
+// the record the move would write, is not written again: of two syncs of
+// one run (two serves, or a Sync and serve's own), the second finds the
+// first's record and goes on, where its compare-and-set alone would fail.
+// A move whose task another writer changed otherwise is a race this pass
+// lost: record.ErrConflict, and the run is read again (syncRun). Each
+// round writes fewer moves, so this ends.
+func (c *Coordinator) writeMoves(ctx context.Context, runID string, writes []record.TaskWrite) ([]record.Task, error) {
+	out := make([]record.Task, len(writes))
+	left := make([]int, len(writes)) // the moves still to write, by index
+	for i := range left {
+		left[i] = i
+	}
+	for {
+		ws := make([]record.TaskWrite, len(left))
+		for k, i := range left {
+			ws[k] = writes[i]
+		}
+		stored, err := c.writeTasks(ctx, ws)
+		if err == nil {
+			for k, i := range left {
+				out[i] = stored[k]
+			}
+			return out, nil
+		}
+		if !errors.Is(err, record.ErrConflict) {
+			return nil, err
+		}
+		cur, rerr := c.Store.RunTasks(ctx, runID)
+		if rerr != nil {
+			return nil, err
+		}
+		byName := make(map[string]record.Task, len(cur))
+		for _, t := range cur {
+			byName[t.Name] = t
+		}
+		var still []int
+		for _, i := range left {
+			w, now := writes[i].Task, byName[writes[i].Task.Name]
+			switch {
+			case now.Version == w.Version:
+				still = append(still, i) // nobody wrote it: write it
+			case sameTaskRecord(now, w):
+				out[i] = now // made already
+			default:
+				return nil, err
+			}
+		}
+		if len(still) == len(left) {
+			return nil, err // none was made already: not a race this can settle
+		}
+		if left = still; len(left) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// sameTaskRecord reports whether two records of a task say the same, their
+// versions and update times aside, with times as the stores keep them (to
+// the millisecond).
+func sameTaskRecord(a, b record.Task) bool {
+	sameMS := func(x, y time.Time) bool { return x.UnixMilli() == y.UnixMilli() }
+	if a.RunID != b.RunID || a.Name != b.Name || a.State != b.State || a.Stage != b.Stage ||
+		a.Attempts != b.Attempts || a.Starts != b.Starts || a.Candidate != b.Candidate ||
+		a.SessionID != b.SessionID || a.Workdir != b.Workdir || a.WaitingOn != b.WaitingOn ||
+		a.JobID != b.JobID || len(a.Limited) != len(b.Limited) {
+		return false
+	}
+	if (a.Quota == nil) != (b.Quota == nil) || (a.Checkpoint == nil) != (b.Checkpoint == nil) {
+		return false
+	}
+	if a.Quota != nil {
+		qa, qb := *a.Quota, *b.Quota
+		if !sameMS(qa.ResetAt, qb.ResetAt) {
+			return false
+		}
+		qa.ResetAt = qb.ResetAt
+		if !sameQuota(&qa, &qb) {
+			return false
+		}
+	}
+	if a.Checkpoint != nil && (a.Checkpoint.Stage != b.Checkpoint.Stage ||
+		string(a.Checkpoint.Data) != string(b.Checkpoint.Data) || !sameMS(a.Checkpoint.At, b.Checkpoint.At)) {
+		return false
+	}
+	for cand, until := range a.Limited {
+		if u, ok := b.Limited[cand]; !ok || !sameMS(until, u) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeTasks writes a pass's moves: in one transaction, or one by one.
