@@ -15,6 +15,24 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// At returns a channel that receives once c reaches t: at once when it
+// has. On a clock with timers of its own at a time (Fake), reading the
+// clock and arming the timer are one step, so a clock moved meanwhile
+// cannot leave the timer late by the move, as c.After(t.Sub(c.Now()))
+// would (the Now read before the move, the After armed after it). On any
+// other clock it is that After.
+func At(c Clock, t time.Time) <-chan time.Time {
+	if a, ok := c.(timersAt); ok {
+		return a.At(t)
+	}
+	return c.After(t.Sub(c.Now()))
+}
+
+// timersAt is a clock with timers at a time (Fake).
+type timersAt interface {
+	At(t time.Time) <-chan time.Time
+}
+
 // Real is the system clock.
 type Real struct{}
 
@@ -51,12 +69,25 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) After(d time.Duration) <-chan time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.at(f.now.Add(d))
+}
+
+// At registers a timer that fires when the fake time reaches t: at once
+// when it has (see At).
+func (f *Fake) At(t time.Time) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at(t)
+}
+
+// at is At with f.mu held.
+func (f *Fake) at(t time.Time) <-chan time.Time {
 	ch := make(chan time.Time, 1)
-	if d <= 0 {
+	if !t.After(f.now) {
 		ch <- f.now
 		return ch
 	}
-	f.timers = append(f.timers, fakeTimer{at: f.now.Add(d), ch: ch})
+	f.timers = append(f.timers, fakeTimer{at: t, ch: ch})
 	select {
 	case f.waiters <- struct{}{}:
 	default:

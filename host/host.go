@@ -472,29 +472,42 @@ func (h *Host) loop(ctx context.Context) {
 		}
 		h.claimMu.Unlock()
 		sleep := h.cfg.Heartbeat
+		// next is the due work the sleep is for, read before the clock.
+		var next time.Time
 		if !full && !draining { // a drain sweeps each heartbeat, and claims nothing
 			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
-				sleep = min(sleep, max(at.Sub(h.cfg.Clock.Now()), 0))
+				next = at
 				if !at.After(now) && !progress {
 					// Work this pass saw due, and could move none of:
 					// another transaction holds it (a fleet store skips
 					// locked rows). Look again shortly rather than spin.
-					sleep = min(h.cfg.Heartbeat, stuckRetry)
+					sleep, next = min(h.cfg.Heartbeat, stuckRetry), time.Time{}
 				}
 			}
+		}
+		// The wake-up is a time, from one reading of the clock, and the
+		// timer is armed for that time (timerAt) before Still can report
+		// it: a driver of a fake clock that moves it once the host is
+		// still, even before the timer is armed, finds the scheduler
+		// waking at the wake-up Still reported, not late by the move.
+		later := h.cfg.Clock.Now()
+		if !next.IsZero() {
+			sleep = min(sleep, max(next.Sub(later), 0))
 		}
 		if full && h.running() < h.cfg.Concurrency {
 			sleep = 0
 		}
-		if d, ok := h.cleanupIn(h.cfg.Clock.Now()); ok && !draining {
+		if d, ok := h.cleanupIn(later); ok && !draining {
 			sleep = min(sleep, d)
 		}
-		h.setSleepUntil(h.cfg.Clock.Now().Add(sleep))
+		until := later.Add(sleep)
+		timer := h.timerAt(until)
+		h.setSleepUntil(until)
 		select {
 		case <-ctx.Done():
 		case <-h.wake:
 			h.nudged()
-		case <-h.cfg.Clock.After(sleep):
+		case <-timer:
 		}
 	}
 }
@@ -645,10 +658,10 @@ func (h *Host) heartbeat(ctx context.Context) {
 		h.stopLapsing(now)
 		var tick, lapse <-chan time.Time
 		if inflight == nil {
-			tick = h.timerAt(next, now)
+			tick = h.timerAt(next)
 		}
 		if at, ok := h.nextLapse(); ok {
-			lapse = h.timerAt(at, now)
+			lapse = h.timerAt(at)
 		}
 		select {
 		case <-ctx.Done():
@@ -683,17 +696,12 @@ func (h *Host) heartbeat(ctx context.Context) {
 	}
 }
 
-// timerAt returns a channel that receives once the host's clock reaches t,
-// now being the clock as last read: a timer for t-now, or, should the
-// clock have reached t while the timer was being armed (a fake clock a
-// test moves between the reading and the arming, which would leave that
-// timer late by the move), one that fires at once.
-func (h *Host) timerAt(t, now time.Time) <-chan time.Time {
-	c := h.cfg.Clock.After(max(t.Sub(now), 0))
-	if !h.cfg.Clock.Now().Before(t) {
-		return h.cfg.Clock.After(0)
-	}
-	return c
+// timerAt returns a channel that receives once the host's clock reaches t
+// (clock.At): at once when it has. A fake clock a test moves between a
+// reading of the clock and the arming of a timer for a duration would leave
+// that timer late by the move; one for the time cannot be.
+func (h *Host) timerAt(t time.Time) <-chan time.Time {
+	return clock.At(h.cfg.Clock, t)
 }
 
 // renewed records a renewal made at now: the leases in held and not in

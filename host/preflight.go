@@ -191,10 +191,11 @@ func (h *Host) pace(ctx context.Context, j job.Job, keys []quota.Key) bool {
 			}})
 			return false
 		}
-		if d := slot.Sub(now); d > 0 {
-			// The timer first: a clock moved once the wait is not work
-			// finds it armed.
-			timer := h.cfg.Clock.After(d)
+		if slot.After(now) {
+			// The timer first, for the slot's time (timerAt): a clock
+			// moved once the wait is not work finds it armed, and one
+			// moved since now was read does not make it late.
+			timer := h.timerAt(slot)
 			done := h.pacingFrom(slot)
 			select {
 			case <-ctx.Done():
