@@ -350,8 +350,15 @@ func scanCompact(s string) (time.Duration, int, bool) {
 		if unitLen == 0 {
 			break
 		}
-		d, _, ok2 := scanDecimal(s[i:unitAt], unit)
+		// scanDecimal bounds the pair; Go's own parser gives its value, so
+		// that a fraction finer than the unit's decimal resolution (".000000000001h",
+		// 3.6 ns) rounds as Go's does.
+		_, _, ok2 := scanDecimal(s[i:unitAt], unit)
 		if !ok || !ok2 {
+			return 0, 0, false
+		}
+		d, err := time.ParseDuration(s[i : unitAt+unitLen])
+		if err != nil {
 			return 0, 0, false
 		}
 		total += d
