@@ -74,6 +74,25 @@ type StrategyReport struct {
 	Waiting time.Duration `json:"-"`
 	// WaitingSeconds is Waiting for --json.
 	WaitingSeconds float64 `json:"waiting_seconds"`
+	// Agent jobs (docs/simulator.md): done, lost (their work with them),
+	// still under way when the run ended; the runs that continued a
+	// captured session after a limit (AgentsResumed), of which
+	// AgentsDeferred after a deferral; the turns the limit refused
+	// (AgentLimitHits, also among RejectedCalls); the turns spent on jobs
+	// that were lost; the time spent waiting in their runs and deferred.
+	AgentsDone       int           `json:"agent_jobs_done"`
+	AgentsLost       int           `json:"agent_jobs_lost"`
+	AgentsUnfinished int           `json:"agent_jobs_unfinished"`
+	AgentsResumed    int           `json:"agent_sessions_resumed"`
+	AgentsDeferred   int           `json:"agent_jobs_deferred"`
+	AgentLimitHits   int64         `json:"agent_limit_hits"`
+	AgentUnitsWasted int64         `json:"agent_units_wasted"`
+	AgentWaiting     time.Duration `json:"-"`
+	AgentDeferred    time.Duration `json:"-"`
+	// AgentWaitingSeconds and AgentDeferredSeconds are AgentWaiting and
+	// AgentDeferred for --json.
+	AgentWaitingSeconds  float64 `json:"agent_waiting_seconds"`
+	AgentDeferredSeconds float64 `json:"agent_deferred_seconds"`
 }
 
 // FleetReport is what a fleet run found, one report per strategy.
@@ -83,6 +102,7 @@ type FleetReport struct {
 	Limit      int64            `json:"limit"`
 	Duration   time.Duration    `json:"-"`
 	DurationS  float64          `json:"duration_seconds"`
+	AgentJobs  int              `json:"agent_jobs"`
 	Seed       uint64           `json:"seed"`
 	Strategies []StrategyReport `json:"strategies"`
 	// ProviderCalls counts requests that tried to leave the process (each
@@ -104,7 +124,7 @@ func Fleet(ctx context.Context, cfg FleetConfig) (FleetReport, error) {
 		}
 	}
 	rep := FleetReport{Hosts: s.Hosts, Limit: s.Quota.Limit, Duration: s.Duration.Duration, DurationS: s.Duration.Seconds(),
-		Seed: cfg.Seed, Resets: int((s.Duration.Duration + s.Quota.Window.Duration - 1) / s.Quota.Window.Duration)}
+		Seed: cfg.Seed, Resets: int((s.Duration.Duration + s.Quota.Window.Duration - 1) / s.Quota.Window.Duration), AgentJobs: s.Agents.Count}
 	runs := make([]*run, len(s.Strategies))
 	fakes := map[string]*fakeGitHub{}
 	for i, name := range s.Strategies {
@@ -133,12 +153,15 @@ func Fleet(ctx context.Context, cfg FleetConfig) (FleetReport, error) {
 
 // The kinds of event of a fleet run.
 const (
-	evNextPass = iota // the next pass's base time: its start is drawn
-	evPass            // a pass starts (admission)
-	evPassCall        // one call of a running pass
-	evCmdCall         // one call of a long command
-	evCmdStart        // a command slot starts its next command
-	evNextSlot        // a cron slot: every host's passes are drawn
+	evNextPass    = iota // the next pass's base time: its start is drawn
+	evPass               // a pass starts (admission)
+	evPassCall           // one call of a running pass
+	evCmdCall            // one call of a long command
+	evCmdStart           // a command slot starts its next command
+	evNextSlot           // a cron slot: every host's passes are drawn
+	evAgentStart         // an agent job starts
+	evAgentTurn          // one turn of an agent job
+	evAgentResume        // a deferred agent job's fresh run
 )
 
 type event struct {
@@ -201,6 +224,11 @@ type run struct {
 	reexhaust map[int64]bool
 	hosts     []*fleetHost
 	policy    quota.Policy
+	// agent jobs: the fake agent CLI, the jobs by index, and the source of
+	// layover's wait jitter for them
+	agent    *fakeAgent
+	agents   map[int]*agentJob
+	agentRnd *rand.Rand
 }
 
 // fleetHost is one host of a layover strategy: its transport (its own
@@ -221,6 +249,8 @@ func newRun(ctx context.Context, cfg FleetConfig, name string) *run {
 		policy: quota.DefaultPolicy()}
 	r.rep.Strategy = name
 	r.gh = &fakeGitHub{q: r.q, clk: clk, onCall: r.counted}
+	r.agent = &fakeAgent{q: r.q, counted: r.counted, seed: cfg.Seed, sessions: map[string]*agentSession{}}
+	r.agents, r.agentRnd = map[int]*agentJob{}, rand.New(rand.NewPCG(cfg.Seed, 4))
 	return r
 }
 
@@ -245,6 +275,9 @@ func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
 	}
 	for i := range s.Commands.Count {
 		r.push(event{at: fleetStart.Add(r.slotOffset(i)), kind: evCmdStart, id: i})
+	}
+	if s.Agents.Count > 0 {
+		r.agentStarts(cfg.Seed)
 	}
 	for len(r.evs) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -391,6 +424,12 @@ func (r *run) handle(ev event) error {
 	case evCmdStart:
 		r.startCommand(ev.id)
 		r.push(event{at: r.clk.Now().Add(r.s.Commands.Length.Duration), kind: evCmdStart, id: ev.id})
+	case evAgentStart:
+		r.startAgent(ev.id)
+	case evAgentTurn:
+		return r.agentTurn(ev.id)
+	case evAgentResume:
+		return r.agentResume(ev.id)
 	}
 	return nil
 }
@@ -566,6 +605,12 @@ func (r *run) finish() {
 	quotaTotal := float64(r.q.limit) * float64(windows)
 	r.rep.WorkPercent = 100 * float64(r.rep.AcceptedCalls-r.wasted) / quotaTotal
 	r.rep.WaitingSeconds = r.rep.Waiting.Seconds()
+	for _, j := range r.agents {
+		if !j.over {
+			r.rep.AgentsUnfinished++
+		}
+	}
+	r.rep.AgentWaitingSeconds, r.rep.AgentDeferredSeconds = r.rep.AgentWaiting.Seconds(), r.rep.AgentDeferred.Seconds()
 }
 
 // Write prints the report: the run's shape, then one block per strategy.
@@ -581,6 +626,12 @@ func (rep FleetReport) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "  first minute after a reset: %d calls at most, %d resets re-exhausted in it\n", s.FirstMinuteMax, s.ReexhaustedResets)
 		fmt.Fprintf(&b, "  quota spent on admitted work: %.1f%%\n", s.WorkPercent)
 		fmt.Fprintf(&b, "  total waiting: %s\n", s.Waiting.Round(time.Second))
+		if rep.AgentJobs > 0 {
+			fmt.Fprintf(&b, "  agent jobs: %d done, %d lost, %d under way; %d limit hits, %d units wasted\n",
+				s.AgentsDone, s.AgentsLost, s.AgentsUnfinished, s.AgentLimitHits, s.AgentUnitsWasted)
+			fmt.Fprintf(&b, "  agent sessions resumed: %d (%d after a deferral); waiting %s in their runs, %s deferred\n",
+				s.AgentsResumed, s.AgentsDeferred, s.AgentWaiting.Round(time.Second), s.AgentDeferred.Round(time.Second))
+		}
 	}
 	fmt.Fprintf(&b, "\nprovider calls: %d\n", rep.ProviderCalls)
 	fmt.Fprintf(&b, "wall time: %s\n", rep.Wall.Round(time.Millisecond))

@@ -49,6 +49,8 @@ const (
 	MaxFleetCommands  = 10_000
 	MaxCallsPerMinute = 600
 	MaxCommandLength  = 7 * 24 * time.Hour
+	MaxFleetAgents    = 10_000
+	MaxUnitsPerMinute = 600
 	// MaxFleetCalls bounds the demand of a whole run (the calls the
 	// scenario's work would make if nothing held it back), so that a
 	// simulated week of a large fleet is refused rather than run for hours.
@@ -62,6 +64,7 @@ type Scenario struct {
 	Duration   Duration       `yaml:"duration"`
 	Passes     PassSpec       `yaml:"passes"`
 	Commands   CommandSpec    `yaml:"commands"`
+	Agents     AgentSpec      `yaml:"agents"`
 	Strategies []string       `yaml:"strategies"`
 	line       map[string]int // the line of each field, by its dotted path
 }
@@ -98,6 +101,20 @@ type CommandSpec struct {
 	Count          int      `yaml:"count"`
 	CallsPerMinute int      `yaml:"calls_per_minute"`
 	Length         Duration `yaml:"duration"`
+}
+
+// AgentSpec is the agent jobs: Count of them start over the run, evenly
+// spread across the hosts and the time (each start delayed by a random
+// part of the spacing, drawn from the seed), each needing Length of work
+// at UnitsPerMinute units (turns, messages) of the scenario's agent quota.
+type AgentSpec struct {
+	Count          int      `yaml:"count"`
+	UnitsPerMinute int      `yaml:"units_per_minute"`
+	Length         Duration `yaml:"duration"`
+	// span is the time the starts spread over: the file's duration, kept
+	// when --duration cuts or extends the run (WithDuration), so that a
+	// shorter run simulates the first part of the same day.
+	span time.Duration
 }
 
 // Duration is a YAML duration ("90s", "1h30m"): Go's syntax, never
@@ -255,6 +272,7 @@ func (s *Scenario) setDefaults() {
 	if len(s.Strategies) == 0 {
 		s.Strategies = slices.Clone(Strategies)
 	}
+	s.Agents.span = s.Duration.Duration
 }
 
 // fault is a *ScenarioError at field's line.
@@ -326,6 +344,17 @@ func (s *Scenario) validate() error {
 	case c.Count > 0 && (c.Length.Duration < time.Minute || c.Length.Duration > MaxCommandLength):
 		return s.fault("commands.duration", "want a duration from 1m to %s", MaxCommandLength)
 	}
+	a := s.Agents
+	switch {
+	case a.Count < 0 || a.Count > MaxFleetAgents:
+		return s.fault("agents.count", "want a number from 0 to %d", MaxFleetAgents)
+	case a.Count > 0 && q.Kind != QuotaAgent:
+		return s.fault("agents.count", "agent jobs spend an agent quota: want quota.kind agent")
+	case a.Count > 0 && (a.UnitsPerMinute < 1 || a.UnitsPerMinute > MaxUnitsPerMinute):
+		return s.fault("agents.units_per_minute", "want a number from 1 to %d", MaxUnitsPerMinute)
+	case a.Count > 0 && (a.Length.Duration < time.Minute || a.Length.Duration > MaxCommandLength):
+		return s.fault("agents.duration", "want a duration from 1m to %s", MaxCommandLength)
+	}
 	for i, name := range s.Strategies {
 		if !slices.Contains(Strategies, name) {
 			return s.fault("strategies", "%q: want none, defaults or pacing", name)
@@ -370,7 +399,22 @@ func (s *Scenario) passes() float64 {
 // back; within the bounds it cannot overflow a float.
 func (s *Scenario) demand() float64 {
 	return s.passes()*float64(s.Passes.Calls) +
-		s.Duration.Hours()*60*float64(s.Commands.Count*s.Commands.CallsPerMinute)
+		s.Duration.Hours()*60*float64(s.Commands.Count*s.Commands.CallsPerMinute) +
+		s.agentsStarted()*s.Agents.Length.Minutes()*float64(s.Agents.UnitsPerMinute)
+}
+
+// agentSpan is the time the agent jobs' starts spread over.
+func (s *Scenario) agentSpan() time.Duration {
+	if s.Agents.span > 0 {
+		return s.Agents.span
+	}
+	return s.Duration.Duration
+}
+
+// agentsStarted is about how many agent jobs start within the run: all
+// of them, or the share of the span the run covers.
+func (s *Scenario) agentsStarted() float64 {
+	return float64(s.Agents.Count) * min(1, s.Duration.Seconds()/s.agentSpan().Seconds())
 }
 
 // WithDuration returns s simulated for d instead (a CLI override),

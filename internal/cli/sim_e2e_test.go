@@ -89,3 +89,34 @@ func TestSimFleet(t *testing.T) {
 		}
 	}
 }
+
+// layover sim fleet on agentday's agent jobs: the text names them, and
+// --json gives their figures; none loses jobs, the defaults lose none and
+// resume the sessions that met the limit.
+func TestSimFleetAgents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	file, err := filepath.Abs("../../examples/sim/agentday.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.layover("sim", "fleet", file, "--duration", "10h")
+	if r.code != 0 || !strings.Contains(r.stdout, "  agent jobs: ") || !strings.Contains(r.stdout, "  agent sessions resumed: ") {
+		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	j := b.layover("sim", "fleet", "--json", "--duration", "10h", file)
+	var rep struct {
+		AgentJobs  int `json:"agent_jobs"`
+		Strategies []struct {
+			Lost    int `json:"agent_jobs_lost"`
+			Resumed int `json:"agent_sessions_resumed"`
+			Hits    int `json:"agent_limit_hits"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || j.code != 0 {
+		t.Fatalf("--json: exit %d, %v: %s", j.code, err, j.stdout)
+	}
+	if s := rep.Strategies; rep.AgentJobs != 60 || len(s) != 3 || s[0].Lost == 0 || s[1].Lost != 0 || s[1].Resumed == 0 || s[1].Resumed != s[1].Hits {
+		t.Errorf("--json: %+v", rep)
+	}
+}

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/layoverhq/layover/provider"
+	"github.com/layoverhq/layover/provider/agentcli"
+)
+
+// agentSmall is a fleet of agent jobs whose demand (600 turns a 5-hour
+// window) is four times its window's 150: the window runs out early (a
+// wait past the 2 h cap: deferred) and again for jobs started late in it
+// (a wait within the cap: waited in the run).
+const agentSmall = `quota:
+  kind: agent
+  limit: 150
+  window: 5h
+hosts: 2
+duration: 10h
+agents:
+  count: 20
+  units_per_minute: 2
+  duration: 30m
+`
+
+func runAgents(t *testing.T, file string, seed uint64) FleetReport {
+	t.Helper()
+	s, err := ParseScenario([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fleet(context.Background(), FleetConfig{Scenario: s, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Wall = 0
+	return rep
+}
+
+// Without layover an agent job that meets the exhausted window fails and
+// its work is lost; with layover's defaults none is lost: each job that
+// meets the limit waits or is deferred, and continues its session.
+func TestFleetAgentJobs(t *testing.T) {
+	t.Parallel()
+	rep := runAgents(t, agentSmall, 1)
+	none, def := rep.Strategies[0], rep.Strategies[1]
+	if none.AgentsLost == 0 || none.AgentUnitsWasted == 0 || none.AgentsResumed != 0 || none.AgentLimitHits != int64(none.AgentsLost) {
+		t.Errorf("none: %+v, want jobs lost, one limit hit each, their units wasted, nothing resumed", none)
+	}
+	for _, r := range rep.Strategies[1:] {
+		if r.AgentsLost != 0 || r.AgentUnitsWasted != 0 {
+			t.Errorf("%s: %d agent jobs lost, %d units wasted", r.Strategy, r.AgentsLost, r.AgentUnitsWasted)
+		}
+		if r.AgentsResumed != int(r.AgentLimitHits) || r.AgentsDeferred == 0 || r.AgentsDeferred == r.AgentsResumed ||
+			r.AgentWaiting == 0 || r.AgentDeferred == 0 {
+			t.Errorf("%s: %+v, want every limit hit resumed, some after waiting in the run, some after a deferral", r.Strategy, r)
+		}
+		if r.AgentsDone+r.AgentsUnfinished != 20 || r.AgentsDone <= none.AgentsDone-none.AgentsLost {
+			t.Errorf("%s: %d done, %d under way of 20 (none: %d done)", r.Strategy, r.AgentsDone, r.AgentsUnfinished, none.AgentsDone)
+		}
+	}
+	if none.AgentsDone+none.AgentsLost+none.AgentsUnfinished != 20 {
+		t.Errorf("none: %d done, %d lost, %d under way of 20", none.AgentsDone, none.AgentsLost, none.AgentsUnfinished)
+	}
+	if def.RejectedCalls != def.AgentLimitHits || def.AcceptedCalls != 300 {
+		t.Errorf("defaults: %d accepted, %d rejected, %d limit hits: want the two windows' 300 turns and each hit a rejection",
+			def.AcceptedCalls, def.RejectedCalls, def.AgentLimitHits)
+	}
+	var b strings.Builder
+	if err := rep.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "agent jobs: ") || !strings.Contains(b.String(), "agent sessions resumed: ") {
+		t.Errorf("the report names no agent jobs:\n%s", b.String())
+	}
+	if again := runAgents(t, agentSmall, 1); !reflect.DeepEqual(rep, again) {
+		t.Errorf("one seed, two reports:\n%+v\n%+v", rep, again)
+	}
+}
+
+// A job that meets the limit continues the session layover read from the
+// CLI's output: the same session id on every run, and only the work left
+// (no turn of the task made twice, none started anew).
+func TestFleetAgentResumeSession(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenario([]byte(agentSmall))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := FleetConfig{Scenario: s, Seed: 2}
+	r := newRun(context.Background(), cfg, StrategyDefaults)
+	net := guardFleetNetwork(map[string]*fakeGitHub{fleetAPIHost(StrategyDefaults): r.gh})
+	rep, err := r.run(cfg)
+	net.restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.agent.sessions) != len(r.agents) {
+		t.Errorf("%d sessions for %d jobs: a resume started a new one", len(r.agent.sessions), len(r.agents))
+	}
+	resumed, turns := 0, int64(0)
+	for id, j := range r.agents {
+		sess := r.agent.sessions[j.sid]
+		if j.sid != j.first || sess == nil {
+			t.Errorf("job %d: started session %s, continued %s", id, j.first, j.sid)
+			continue
+		}
+		if int64(sess.done) != j.spent || sess.done > sess.need || j.over != (sess.done == sess.need) {
+			t.Errorf("job %d: %d turns accepted, the session did %d of %d (over %v)", id, j.spent, sess.done, sess.need, j.over)
+		}
+		if j.runs > 1 {
+			resumed += j.runs - 1
+		}
+		turns += j.spent
+	}
+	if resumed == 0 || resumed != rep.AgentsResumed {
+		t.Errorf("%d resumed runs, the report says %d", resumed, rep.AgentsResumed)
+	}
+	if turns != rep.AcceptedCalls {
+		t.Errorf("the jobs' turns are %d, the quota accepted %d", turns, rep.AcceptedCalls)
+	}
+}
+
+// The agents section is as strict as the rest of the file.
+func TestParseScenarioAgentFaults(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ file, want string }{
+		{"quota:\n  kind: agent\n  limit: 10\nagents:\n  count: 2\n  turns: 3\n", "6: field turns not found"},
+		{"agents:\n  count: 2\n  units_per_minute: 1\n  duration: 1h\n", "2: agents.count: agent jobs spend an agent quota: want quota.kind agent"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 10001\n", "3: agents.count: want a number from 0 to 10000"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  duration: 1h\n", "2: agents.units_per_minute: want a number from 1 to 600"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 601\n  duration: 1h\n", "4: agents.units_per_minute: want a number from 1 to 600"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 1\n  duration: 30s\n", "5: agents.duration: want a duration from 1m to 168h0m0s"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 1\n  duration: soon\n", `5: "soon": want a duration like 90s or 1h`},
+		{"quota: {kind: agent, limit: 10}\nduration: 168h\nagents:\n  count: 10000\n  units_per_minute: 600\n  duration: 168h\n", "2: duration: the scenario's work would make"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 1\n  duration: 1h\n", ""},
+	} {
+		_, err := ParseScenario([]byte(c.file))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.file, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%q: got %v, want %q…", c.file, err, c.want)
+		}
+	}
+}
+
+// agentday's demand exceeds its 5-hour window.
+func TestParseScenarioAgentDay(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenarioFile("../examples/sim/agentday.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := s.Duration.Duration / s.Quota.Window.Duration
+	if s.Quota.Kind != QuotaAgent || s.Quota.Window.Duration != 5*time.Hour || s.Agents.Count == 0 ||
+		s.demand() <= float64(s.Quota.Limit)*float64(windows) {
+		t.Errorf("agentday read as %+v, demand %.0f", s, s.demand())
+	}
+	// --duration keeps the jobs' spacing: a shorter run is the first part
+	// of the same day.
+	if cut, err := s.WithDuration(s.Duration.Duration / 4); err != nil || cut.agentsStarted() != float64(s.Agents.Count)/4 ||
+		cut.demand() != s.demand()/4 {
+		t.Errorf("cut to a quarter: %v, %v jobs of %d, demand %.0f of %.0f", err, cut.agentsStarted(), s.Agents.Count, cut.demand(), s.demand())
+	}
+}
+
+// The fake agent's limit message is Claude Code's: layover's own
+// classifier reads it as the quota with its reset (to the minute, rounded
+// up), and the session id from it.
+func TestFakeAgentLimitMessage(t *testing.T) {
+	t.Parallel()
+	a := &fakeAgent{seed: 7, sessions: map[string]*agentSession{}}
+	id := a.start(12345, 10)
+	now := fleetStart.Add(90 * time.Minute)
+	for _, c := range []struct{ reset, want time.Time }{
+		{fleetStart.Add(5 * time.Hour), fleetStart.Add(5 * time.Hour)},
+		{fleetStart.Add(2*time.Hour + 30*time.Second), fleetStart.Add(2*time.Hour + time.Minute)},
+		{fleetStart.Add(23*time.Hour + 59*time.Minute), fleetStart.Add(23*time.Hour + 59*time.Minute)},
+	} {
+		out := a.limitOutput(id, c.reset, now)
+		o := agentcli.ClassifyClaudeCode(1, out, nil, now, time.UTC)
+		if o.Class != provider.ClassQuota || !o.ResetAt.Equal(c.want) {
+			t.Errorf("reset %s: classified %s, reset %s (%s), want quota at %s", c.reset, o.Class, o.ResetAt, o.Reason, c.want)
+		}
+		if got := agentcli.SessionID(out, nil); got != id {
+			t.Errorf("session %q, want %q", got, id)
+		}
+	}
+}
