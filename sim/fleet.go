@@ -89,6 +89,13 @@ type StrategyReport struct {
 	AgentUnitsWasted int64         `json:"agent_units_wasted"`
 	AgentWaiting     time.Duration `json:"-"`
 	AgentDeferred    time.Duration `json:"-"`
+	// AgentsHeld counts the starts and continuations of agent jobs that
+	// the ledger held back (the key exhausted, as `layover run --quota
+	// claude-code` reads it before starting the command), of which
+	// AgentsHeldDeferred were deferred rather than waited; their time is in
+	// AgentWaiting and AgentDeferred.
+	AgentsHeld         int `json:"agent_runs_held"`
+	AgentsHeldDeferred int `json:"agent_runs_held_deferred"`
 	// AgentWaitingSeconds and AgentDeferredSeconds are AgentWaiting and
 	// AgentDeferred for --json.
 	AgentWaitingSeconds  float64 `json:"agent_waiting_seconds"`
@@ -162,6 +169,7 @@ const (
 	evAgentStart         // an agent job starts
 	evAgentTurn          // one turn of an agent job
 	evAgentResume        // a deferred agent job's fresh run
+	evAgentGate          // an agent job reads the ledger before a turn
 )
 
 type event struct {
@@ -229,6 +237,13 @@ type run struct {
 	agent    *fakeAgent
 	agents   map[int]*agentJob
 	agentRnd *rand.Rand
+	// the fleet's ledger (layover's strategies), and the keys `layover
+	// run --quota claude-code` checks in it (agentKeys)
+	st        store.Store
+	agentKeys []quota.Key
+	// inspect, when set (tests), reads the ledger once the events are
+	// over, before it is closed
+	inspect func(store.Store) error
 }
 
 // fleetHost is one host of a layover strategy: its transport (its own
@@ -265,6 +280,11 @@ func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
 		}
 		defer cleanup()
 	}
+	if r.layer && s.Agents.Count > 0 {
+		if err := r.resolveAgentKeys(); err != nil {
+			return StrategyReport{}, err
+		}
+	}
 	switch {
 	case s.Passes.Cron != "":
 		if first := s.Passes.cron.Next(fleetStart.Add(-time.Nanosecond)); !first.IsZero() {
@@ -289,6 +309,11 @@ func (r *run) run(cfg FleetConfig) (StrategyReport, error) {
 		}
 		r.clk.Set(ev.at)
 		if err := r.handle(ev); err != nil {
+			return StrategyReport{}, err
+		}
+	}
+	if r.inspect != nil && r.st != nil {
+		if err := r.inspect(r.st); err != nil {
 			return StrategyReport{}, err
 		}
 	}
@@ -325,6 +350,7 @@ func (r *run) openHosts(cfg FleetConfig) (func(), error) {
 	default:
 		return nil, fmt.Errorf("fleet: the ledger is memory or sqlite, not %q", cfg.Ledger)
 	}
+	r.st = st
 	getenv := func(k string) string {
 		switch k {
 		case "GH_TOKEN":
@@ -430,6 +456,8 @@ func (r *run) handle(ev event) error {
 		return r.agentTurn(ev.id)
 	case evAgentResume:
 		return r.agentResume(ev.id)
+	case evAgentGate:
+		return r.agentGate(ev.id)
 	}
 	return nil
 }
@@ -631,6 +659,7 @@ func (rep FleetReport) Write(w io.Writer) error {
 				s.AgentsDone, s.AgentsLost, s.AgentsUnfinished, s.AgentLimitHits, s.AgentUnitsWasted)
 			fmt.Fprintf(&b, "  agent sessions resumed: %d (%d after a deferral); waiting %s in their runs, %s deferred\n",
 				s.AgentsResumed, s.AgentsDeferred, s.AgentWaiting.Round(time.Second), s.AgentDeferred.Round(time.Second))
+			fmt.Fprintf(&b, "  agent runs held by the ledger before a turn: %d (%d deferred)\n", s.AgentsHeld, s.AgentsHeldDeferred)
 		}
 	}
 	fmt.Fprintf(&b, "\nprovider calls: %d\n", rep.ProviderCalls)

@@ -1,13 +1,18 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"time"
 
+	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/provider/registry"
 	"github.com/layoverhq/layover/quota"
 )
 
@@ -22,6 +27,9 @@ type fakeAgent struct {
 	counted  func(accepted bool)
 	seed     uint64
 	sessions map[string]*agentSession
+	// onTurn, when set (tests), is told of every turn the quota was asked
+	// for: the session, the time and whether the quota accepted it.
+	onTurn func(id string, at time.Time, accepted bool)
 }
 
 // agentSession is one conversation: the work its task needs and has done.
@@ -48,6 +56,9 @@ func (a *fakeAgent) turn(id string, now time.Time) (done, limited bool, out []by
 	}
 	ok = a.q.take(now)
 	a.counted(ok)
+	if a.onTurn != nil {
+		a.onTurn(id, now, ok)
+	}
 	if !ok {
 		return false, true, a.limitOutput(id, a.q.resetAt(now), now), nil
 	}
@@ -98,13 +109,75 @@ func (a *fakeAgent) limitOutput(id string, reset, now time.Time) []byte {
 // agentJob is one agent job of a run, as layover (or, for StrategyNone,
 // the bare CLI) runs it.
 type agentJob struct {
-	host   int
-	first  string // the session its first run started
-	sid    string // the session the job's runs continue
-	over   bool   // done or lost
-	runs   int    // runs of the CLI: the first, then one per resume
-	spent  int64  // turns the quota accepted for it
-	budget quota.Budget
+	host    int
+	first   string // the session its first run started
+	sid     string // the session the job's runs continue
+	over    bool   // done or lost
+	runs    int    // runs of the CLI: the first, then one per resume
+	spent   int64  // turns the quota accepted for it
+	budget  quota.Budget
+	started time.Time // when the job was started (before any hold)
+	ended   time.Time // when it was done or lost
+}
+
+// agentQuota is the quota name the agent jobs run under, as `layover run
+// --quota claude-code -- claude -p …` names it.
+const agentQuota = agentcli.ProviderClaudeCode
+
+// resolveAgentKeys resolves the keys `layover run --quota claude-code
+// --principal thirdshift` checks in the ledger before it starts the
+// command (command.ResolveQuotas: host the CLI's name, the fleet's one
+// principal, every resource Claude Code names), since the fleet's hosts
+// share one subscription.
+func (r *run) resolveAgentKeys() error {
+	n, err := command.ParseQuotaName(agentQuota)
+	if err != nil {
+		return err
+	}
+	qs, err := command.ResolveQuotas(r.ctx, &command.QuotaConfig{Store: r.st, Principal: fleetUser,
+		Getenv: func(string) string { return "" }}, command.QuotaNames{n})
+	if err != nil {
+		return err
+	}
+	r.agentKeys = command.KeysOf(qs)
+	return nil
+}
+
+// agentExhaustion is the state `layover run` records in the ledger for an
+// agent CLI's limit (command's recordAgentExhaustion, with --principal
+// the fleet's): the key the outcome names (host the CLI's provider name,
+// the resource its output names, else the registry's default), nothing
+// remaining, rejected; the reset the output declared (one already passed
+// read as now), else the policy's assumed reset. It is an error when the
+// key is not among those `run --quota claude-code` checks.
+func (r *run) agentExhaustion(o provider.Outcome, host int, now time.Time) (quota.State, error) {
+	res := ""
+	if p, ok := registry.Lookup(o.Provider); ok {
+		res = p.DefaultResource
+	}
+	st := quota.State{Key: quota.Key{Host: o.Provider, Principal: fleetUser, Resource: cmp.Or(o.Resource, res, "usage")},
+		Limit: o.Limit, Remaining: 0, Source: quota.SourceRejected, Cause: quota.CauseExhausted,
+		ObservedAt: now, ObservedBy: "host-" + strconv.Itoa(host+1)}
+	switch {
+	case o.ResetAt.IsZero():
+		st.ResetAt = r.policy.AssumedReset(now)
+	case !o.ResetAt.After(now):
+		st.ResetAt, st.ResetKnown = now, true
+	default:
+		st.ResetAt, st.ResetKnown, st.RawReset = o.ResetAt, true, o.ResetAt.Unix()
+	}
+	if !slices.Contains(r.agentKeys, st.Key) {
+		return quota.State{}, fmt.Errorf("fleet: the agent's limit names key %s, which `run --quota %s` does not check", st.Key, agentQuota)
+	}
+	return st, nil
+}
+
+// ceilSecond is t rounded up to the second, the grain of every event.
+func ceilSecond(t time.Time) time.Time {
+	if f := t.Truncate(time.Second); f.Before(t) {
+		return f.Add(time.Second)
+	}
+	return t
 }
 
 // agentSpacing is the time between two agent jobs' base starts: the
@@ -134,24 +207,73 @@ func (r *run) agentEvery() time.Duration {
 	return max(time.Minute/time.Duration(r.s.Agents.UnitsPerMinute), time.Second).Truncate(time.Second)
 }
 
-// startAgent starts agent job id: a new session on its host.
+// startAgent starts agent job id on its host: its task's session (the
+// CLI's own, fixed by the seed and the job), then the ledger check before
+// its first turn.
 func (r *run) startAgent(id int) {
 	a := r.s.Agents
 	need := max(int(a.Length.Duration/r.agentEvery()), 1)
-	j := &agentJob{host: id % r.s.Hosts, runs: 1, budget: quota.Budget{Max: r.policy.MaxTotalWait}}
+	j := &agentJob{host: id % r.s.Hosts, runs: 1, budget: quota.Budget{Max: r.policy.MaxTotalWait}, started: r.clk.Now()}
 	j.sid = r.agent.start(id, need)
 	j.first = j.sid
 	r.agents[id] = j
-	r.push(event{at: r.clk.Now(), kind: evAgentTurn, id: id})
+	r.push(event{at: r.clk.Now(), kind: evAgentGate, id: id})
+}
+
+// agentGate is what `layover run --quota claude-code` does before it
+// starts the command (command's waitBeforeStart), done before a job's
+// first turn and before it continues its session after a wait or a
+// deferral: it reads the keys' states from the fleet's ledger and asks
+// quota.Policy.Blocking whether one holds running work back. When none
+// does, the turn is taken at once; else the job waits until the blocking
+// key's reset plus the margin and a jitter (Policy.Resume) when its
+// budget allows it under the cap, or is deferred to that time, and reads
+// the ledger again then. Without layover there is no ledger: the turn is
+// taken.
+func (r *run) agentGate(id int) error {
+	if !r.layer {
+		return r.agentTurn(id)
+	}
+	j := r.agents[id]
+	states, err := r.st.States(r.ctx, r.agentKeys)
+	if err != nil {
+		return err
+	}
+	now := r.clk.Now()
+	b, held := r.policy.Blocking(now, states, quota.Running)
+	if !held {
+		return r.agentTurn(id)
+	}
+	until := ceilSecond(r.policy.Resume(b.State.ResetAt, r.agentRnd).At())
+	r.rep.AgentsHeld++
+	r.waitOrDefer(id, j, now, until, &r.rep.AgentsHeldDeferred)
+	return nil
+}
+
+// waitOrDefer has agent job id, held back at now until `until`, wait in
+// its run when its budget still allows the wait under the cap, and read
+// the ledger again then; else it is deferred to that time (counted in
+// *deferrals), a fresh run then.
+func (r *run) waitOrDefer(id int, j *agentJob, now, until time.Time, deferrals *int) {
+	if j.budget.Take(until.Sub(now)) == nil {
+		r.rep.AgentWaiting = quota.SumSat(r.rep.AgentWaiting, until.Sub(now))
+		r.push(event{at: until, kind: evAgentGate, id: id})
+		return
+	}
+	*deferrals++
+	r.rep.AgentDeferred = quota.SumSat(r.rep.AgentDeferred, until.Sub(now))
+	r.push(event{at: until, kind: evAgentResume, id: id})
 }
 
 // agentTurn runs one turn of agent job id. A turn the limit refuses ends
 // the CLI's run: without layover the job fails and its work is lost;
 // with it, layover reads the CLI's output as `layover run --agent claude`
 // does (agentcli's classifier for the reset, agentcli.SessionID for the
-// session), then waits in the run while the wait fits its budget under
-// the policy's cap, or else defers the job to the same resume time, and
-// continues the captured session after it.
+// session), records the exhaustion in the fleet's ledger as `run` does
+// (agentExhaustion), then waits in the run while the wait fits its budget
+// under the policy's cap, or else defers the job to the same resume time,
+// and continues the captured session after it, once the ledger lets it
+// (agentGate).
 func (r *run) agentTurn(id int) error {
 	j := r.agents[id]
 	now := r.clk.Now()
@@ -163,7 +285,7 @@ func (r *run) agentTurn(id int) error {
 		j.spent++
 		if done {
 			r.rep.AgentsDone++
-			j.over = true
+			j.over, j.ended = true, now
 			return nil
 		}
 		r.push(event{at: now.Add(r.agentEvery()), kind: evAgentTurn, id: id})
@@ -174,7 +296,7 @@ func (r *run) agentTurn(id int) error {
 		r.rep.AgentsLost++
 		r.rep.AgentUnitsWasted += j.spent
 		r.wasted += j.spent
-		j.over = true
+		j.over, j.ended = true, now
 		return nil
 	}
 	o := agentcli.ClassifyClaudeCode(1, out, nil, now, time.UTC)
@@ -185,39 +307,32 @@ func (r *run) agentTurn(id int) error {
 	if sid == "" {
 		return fmt.Errorf("fleet: no session id in the agent's output")
 	}
-	reset := o.ResetAt
-	if reset.IsZero() {
-		reset = r.policy.AssumedReset(now)
+	state, err := r.agentExhaustion(o, j.host, now)
+	if err != nil {
+		return err
 	}
-	until := quota.RerunAt(now, r.policy.Resume(reset, r.agentRnd).At())
-	if f := until.Truncate(time.Second); f.Before(until) {
-		until = f.Add(time.Second)
+	if err := r.st.RecordStates(r.ctx, []quota.State{state}); err != nil {
+		return err
 	}
+	until := ceilSecond(quota.RerunAt(now, r.policy.Resume(state.ResetAt, r.agentRnd).At()))
 	j.sid = sid
 	r.rep.AgentsResumed++
 	j.runs++
-	if j.budget.Take(until.Sub(now)) == nil {
-		r.rep.AgentWaiting = quota.SumSat(r.rep.AgentWaiting, until.Sub(now))
-		r.push(event{at: until, kind: evAgentTurn, id: id})
-		return nil
-	}
-	r.rep.AgentsDeferred++
-	r.rep.AgentDeferred = quota.SumSat(r.rep.AgentDeferred, until.Sub(now))
-	r.push(event{at: until, kind: evAgentResume, id: id})
+	r.waitOrDefer(id, j, now, until, &r.rep.AgentsDeferred)
 	return nil
 }
 
 // agentResume is the fresh run of a deferred agent job at its resume
 // time: it reconciles first (the check: the task already complete ends
-// the job without a call), then continues the captured session with its
-// own budget, as a new process has.
+// the job without a call), then, with its own budget as a new process
+// has, reads the ledger (agentGate) and continues the captured session.
 func (r *run) agentResume(id int) error {
 	j := r.agents[id]
 	if r.agent.finished(j.sid) {
 		r.rep.AgentsDone++
-		j.over = true
+		j.over, j.ended = true, r.clk.Now()
 		return nil
 	}
 	j.budget = quota.Budget{Max: r.policy.MaxTotalWait}
-	return r.agentTurn(id)
+	return r.agentGate(id)
 }

@@ -3,12 +3,15 @@ package sim
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/layoverhq/layover/provider"
 	"github.com/layoverhq/layover/provider/agentcli"
+	"github.com/layoverhq/layover/quota"
+	"github.com/layoverhq/layover/store"
 )
 
 // agentSmall is a fleet of agent jobs whose demand (600 turns a 5-hour
@@ -55,9 +58,10 @@ func TestFleetAgentJobs(t *testing.T) {
 		if r.AgentsLost != 0 || r.AgentUnitsWasted != 0 {
 			t.Errorf("%s: %d agent jobs lost, %d units wasted", r.Strategy, r.AgentsLost, r.AgentUnitsWasted)
 		}
-		if r.AgentsResumed != int(r.AgentLimitHits) || r.AgentsDeferred == 0 || r.AgentsDeferred == r.AgentsResumed ||
-			r.AgentWaiting == 0 || r.AgentDeferred == 0 {
-			t.Errorf("%s: %+v, want every limit hit resumed, some after waiting in the run, some after a deferral", r.Strategy, r)
+		waited := r.AgentsResumed - r.AgentsDeferred + r.AgentsHeld - r.AgentsHeldDeferred
+		if r.AgentsResumed != int(r.AgentLimitHits) || r.AgentsDeferred+r.AgentsHeldDeferred == 0 || waited == 0 ||
+			r.AgentsHeld == 0 || r.AgentWaiting == 0 || r.AgentDeferred == 0 {
+			t.Errorf("%s: %+v, want every limit hit resumed, runs held by the ledger, some waits in the run, some deferrals", r.Strategy, r)
 		}
 		if r.AgentsDone+r.AgentsUnfinished != 20 || r.AgentsDone <= none.AgentsDone-none.AgentsLost {
 			t.Errorf("%s: %d done, %d under way of 20 (none: %d done)", r.Strategy, r.AgentsDone, r.AgentsUnfinished, none.AgentsDone)
@@ -190,5 +194,124 @@ func TestFakeAgentLimitMessage(t *testing.T) {
 		if got := agentcli.SessionID(out, nil); got != id {
 			t.Errorf("session %q, want %q", got, id)
 		}
+	}
+}
+
+// A limit hit is recorded in the fleet's ledger as `layover run` records
+// Claude Code's (memory and SQLite alike), and every job's start or
+// continuation reads it first, as `run --quota claude-code` does: a job
+// that starts after a window's first hit takes no turn before its reset,
+// so the window's hits are those of the jobs already running then, one
+// each. Without layover nothing reads a ledger: the same jobs are lost as
+// before.
+func TestFleetAgentLedger(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenario([]byte(agentSmall))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := runAgents(t, agentSmall, 1).Strategies[0]
+	if none.AgentsDone != 3 || none.AgentsLost != 17 || none.AgentLimitHits != 17 || none.AgentUnitsWasted != 120 ||
+		none.AcceptedCalls != 300 || none.AgentsHeld != 0 {
+		t.Errorf("none: %+v, want 3 done, 17 lost with 120 units, 17 limit hits, as without the ledger", none)
+	}
+	for _, ledger := range []string{LedgerMemory, LedgerSQLite} {
+		t.Run(ledger, func(t *testing.T) {
+			t.Parallel()
+			cfg := FleetConfig{Scenario: s, Seed: 1, Ledger: ledger, Dir: t.TempDir()}
+			r := newRun(context.Background(), cfg, StrategyDefaults)
+			type turn struct {
+				id string
+				at time.Time
+				ok bool
+			}
+			var turns []turn
+			r.agent.onTurn = func(id string, at time.Time, ok bool) { turns = append(turns, turn{id, at, ok}) }
+			var stored []quota.State
+			r.inspect = func(st store.Store) (err error) {
+				stored, err = st.States(context.Background(), r.agentKeys)
+				return err
+			}
+			net := guardFleetNetwork(map[string]*fakeGitHub{fleetAPIHost(StrategyDefaults): r.gh})
+			rep, err := r.run(cfg)
+			net.restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			window := s.Quota.Window.Duration
+			windowOf := func(at time.Time) int64 { return int64(at.Sub(fleetStart) / window) }
+			job := map[string]*agentJob{}
+			for _, j := range r.agents {
+				job[j.first] = j
+			}
+			firstHit := map[int64]time.Time{}
+			var last turn
+			for _, tu := range turns {
+				if w := windowOf(tu.at); !tu.ok {
+					if _, ok := firstHit[w]; !ok {
+						firstHit[w] = tu.at
+					}
+					last = tu
+				}
+			}
+			if len(firstHit) == 0 {
+				t.Fatalf("no window ran out (%+v): the scenario tests nothing", rep)
+			}
+			if rep.AgentsHeld == 0 {
+				t.Errorf("no run was held by the ledger: %+v", rep)
+			}
+			hitsOf := map[int64]map[string]int{}
+			for _, tu := range turns {
+				w := windowOf(tu.at)
+				hit, ok := firstHit[w]
+				if !ok || tu.at.Before(hit) {
+					continue
+				}
+				if j := job[tu.id]; j.started.After(hit) {
+					t.Errorf("job of session %s started at %s, after window %d's hit at %s, and took a turn at %s, before the reset",
+						tu.id, j.started.Format(time.TimeOnly), w, hit.Format(time.TimeOnly), tu.at.Format(time.TimeOnly))
+				}
+				if !tu.ok {
+					if hitsOf[w] == nil {
+						hitsOf[w] = map[string]int{}
+					}
+					hitsOf[w][tu.id]++
+				}
+			}
+			var hits int64
+			for w, by := range hitsOf {
+				running := 0
+				for _, j := range r.agents {
+					if !j.started.After(firstHit[w]) && (!j.over || !j.ended.Before(firstHit[w])) {
+						running++
+					}
+				}
+				for id, n := range by {
+					hits += int64(n)
+					if n > 1 {
+						t.Errorf("window %d: session %s met the limit %d times", w, id, n)
+					}
+				}
+				if len(by) > running {
+					t.Errorf("window %d: %d jobs met the limit, %d were running at its first hit", w, len(by), running)
+				}
+			}
+			if hits != rep.AgentLimitHits || hits >= none.AgentLimitHits {
+				t.Errorf("%d limit hits seen, %d reported, none %d", hits, rep.AgentLimitHits, none.AgentLimitHits)
+			}
+			want := quota.State{Key: quota.Key{Host: "claude-code", Principal: fleetUser, Resource: "usage"}, Limit: -1,
+				ResetAt: fleetStart.Add(time.Duration(windowOf(last.at)+1) * window), ResetKnown: true,
+				ObservedAt: last.at, ObservedBy: "host-" + strconv.Itoa(job[last.id].host+1),
+				Source: quota.SourceRejected, Cause: quota.CauseExhausted}
+			want.RawReset = want.ResetAt.Unix()
+			if len(stored) != 1 || !stored[0].ResetAt.Equal(want.ResetAt) || !stored[0].ObservedAt.Equal(want.ObservedAt) {
+				t.Fatalf("the ledger holds %+v, want %+v", stored, want)
+			}
+			got := stored[0]
+			got.ResetAt, got.ObservedAt = want.ResetAt, want.ObservedAt
+			if got != want {
+				t.Errorf("the ledger holds %+v, want %+v", got, want)
+			}
+		})
 	}
 }
