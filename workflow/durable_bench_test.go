@@ -186,12 +186,25 @@ type slotClock struct {
 }
 
 func (c *slotClock) After(d time.Duration) <-chan time.Time {
-	if at := c.Now().Add(d); d > 0 && d <= time.Second && at.Sub(c.grid)%(time.Second/resumeRate) == 0 {
+	c.note(c.Now().Add(d))
+	return c.Fake.After(d)
+}
+
+// At is After for a time (clock.At), which the host's resume-slot wait
+// uses: without it the embedded Fake's At would arm the timer unnoted.
+func (c *slotClock) At(t time.Time) <-chan time.Time {
+	c.note(t)
+	return c.Fake.At(t)
+}
+
+// note records a timer armed for at when at is a resume slot within a
+// second ahead.
+func (c *slotClock) note(at time.Time) {
+	if d := at.Sub(c.Now()); d > 0 && d <= time.Second && at.Sub(c.grid)%(time.Second/resumeRate) == 0 {
 		c.mu.Lock()
 		c.armed = append(c.armed, at)
 		c.mu.Unlock()
 	}
-	return c.Fake.After(d)
 }
 
 // slots is the earliest slot still ahead and how many are.
