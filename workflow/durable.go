@@ -1028,7 +1028,7 @@ func (c *Coordinator) writeMoves(ctx context.Context, runID string, writes []rec
 		}
 		cur, rerr := c.Store.RunTasks(ctx, runID)
 		if rerr != nil {
-			return nil, err
+			return nil, fmt.Errorf("read its tasks again: %w", rerr)
 		}
 		byName := make(map[string]record.Task, len(cur))
 		for _, t := range cur {

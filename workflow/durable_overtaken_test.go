@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/layoverhq/layover/host"
 	"github.com/layoverhq/layover/job"
@@ -56,10 +57,11 @@ func TestDurableSyncOvertaken(t *testing.T) {
 			}
 		})
 		d.submit(def)
+		timeout := time.After(10 * time.Second)
 		for range n {
 			select {
 			case <-started:
-			case <-t.Context().Done():
+			case <-timeout:
 				t.Fatal("the jobs never all started")
 			}
 		}
@@ -77,9 +79,12 @@ func TestDurableSyncOvertaken(t *testing.T) {
 			id := ids[ended]
 			ended++
 			close(release[id])
-			for ev := range d.sub.C() {
-				if ev.JobID == id && ev.To == job.Complete {
-					break
+			for completed := false; !completed; {
+				select {
+				case ev := <-d.sub.C():
+					completed = ev.JobID == id && ev.To == job.Complete
+				case <-time.After(10 * time.Second):
+					t.Fatalf("job %s never completed", id)
 				}
 			}
 			if err := peer.Sync(t.Context()); err != nil {
