@@ -129,7 +129,7 @@ func awaitEvents(tb testing.TB, sub *host.Subscription) {
 	tb.Helper()
 	select {
 	case <-sub.C():
-	case <-tb.Context().Done():
+	case <-stalled():
 		tb.Fatal("no host event")
 	}
 	for {
@@ -275,7 +275,7 @@ func pausedHerd(tb testing.TB, st store.Store, n int) herdResult {
 			if ev.To == job.Deferred && ev.From != job.Deferred {
 				deferred++
 			}
-		case <-tb.Context().Done():
+		case <-stalled():
 			tb.Fatalf("%d of %d paused", deferred, n)
 		}
 	}
@@ -309,7 +309,7 @@ func pausedHerd(tb testing.TB, st store.Store, n int) herdResult {
 			if ev.To == job.Complete {
 				done++
 			}
-		case <-tb.Context().Done():
+		case <-stalled():
 			tb.Fatalf("%d of %d resumed", len(res.starts), n)
 		}
 		// Each of the host's jobs not yet started waits for its slot; a
@@ -325,7 +325,7 @@ func pausedHerd(tb testing.TB, st store.Store, n int) herdResult {
 			if ev.To == job.Complete {
 				done++
 			}
-		case <-tb.Context().Done():
+		case <-stalled():
 			tb.Fatalf("%d of %d complete", done, n)
 		}
 	}

@@ -52,7 +52,7 @@ func TestCancelStopsARunningStart(t *testing.T) {
 		var o out
 		select {
 		case o = <-done:
-		case <-t.Context().Done():
+		case <-stalled():
 			t.Fatal("Start never noticed the cancel")
 		}
 		if o.err != nil || o.res.Status != record.RunCancelled {

@@ -28,6 +28,12 @@ import (
 // t0 is when every test's run is created.
 var t0 = time.Date(2026, 9, 28, 2, 0, 0, 0, time.UTC)
 
+// stalled bounds a test's wait for the next thing it waits on (an event,
+// a result): a minute without it fails the test rather than leaving it to
+// hang until go test's timeout. A test's own context is not that bound: it
+// ends only once the test has.
+func stalled() <-chan time.Time { return time.After(time.Minute) }
+
 // eachStore runs f on a fresh SQLite store and, when LAYOVER_TEST_POSTGRES
 // is set, on a fresh PostgreSQL schema.
 func eachStore(t *testing.T, f func(t *testing.T, st store.Store)) {
