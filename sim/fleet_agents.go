@@ -117,7 +117,10 @@ type agentJob struct {
 	spent   int64  // turns the quota accepted for it
 	budget  quota.Budget
 	started time.Time // when the job was started (before any hold)
-	ended   time.Time // when it was done or lost
+	base    time.Time // when its current run of turns began
+	k       int       // turns of that run taken: the next is its k-th
+
+	ended time.Time // when it was done or lost
 }
 
 // agentQuota is the quota name the agent jobs run under, as `layover run
@@ -202,19 +205,20 @@ func (r *run) agentStarts(seed uint64) {
 	}
 }
 
-// agentEvery is the time between two turns of an agent job.
-func (r *run) agentEvery() time.Duration {
-	return max(time.Minute/time.Duration(r.s.Agents.UnitsPerMinute), time.Second).Truncate(time.Second)
+// agentTurnAt is when the k-th turn of a job's run of turns begins,
+// counted from its first (k = 0) at base: k minutes over the scenario's
+// units a minute, exact on the virtual clock (no rounding to the second,
+// so that several turns may share one, and none drifts).
+func (r *run) agentTurnAt(base time.Time, k int) time.Time {
+	return base.Add(time.Duration(k) * time.Minute / time.Duration(r.s.Agents.UnitsPerMinute))
 }
 
 // startAgent starts agent job id on its host: its task's session (the
-// CLI's own, fixed by the seed and the job), then the ledger check before
-// its first turn.
+// CLI's own, fixed by the seed and the job, needing the scenario's turns
+// a job), then the ledger check before its first turn.
 func (r *run) startAgent(id int) {
-	a := r.s.Agents
-	need := max(int(a.Length.Duration/r.agentEvery()), 1)
 	j := &agentJob{host: id % r.s.Hosts, runs: 1, budget: quota.Budget{Max: r.policy.MaxTotalWait}, started: r.clk.Now()}
-	j.sid = r.agent.start(id, need)
+	j.sid = r.agent.start(id, r.s.Agents.turns())
 	j.first = j.sid
 	r.agents[id] = j
 	r.push(event{at: r.clk.Now(), kind: evAgentGate, id: id})
@@ -231,10 +235,10 @@ func (r *run) startAgent(id int) {
 // the ledger again then. Without layover there is no ledger: the turn is
 // taken.
 func (r *run) agentGate(id int) error {
-	if !r.layer {
-		return r.agentTurn(id)
-	}
 	j := r.agents[id]
+	if !r.layer {
+		return r.beginTurns(id, j)
+	}
 	states, err := r.st.States(r.ctx, r.agentKeys)
 	if err != nil {
 		return err
@@ -242,7 +246,7 @@ func (r *run) agentGate(id int) error {
 	now := r.clk.Now()
 	b, held := r.policy.Blocking(now, states, quota.Running)
 	if !held {
-		return r.agentTurn(id)
+		return r.beginTurns(id, j)
 	}
 	until := ceilSecond(r.policy.Resume(b.State.ResetAt, r.agentRnd).At())
 	r.rep.AgentsHeld++
@@ -263,6 +267,13 @@ func (r *run) waitOrDefer(id int, j *agentJob, now, until time.Time, deferrals *
 	*deferrals++
 	r.rep.AgentDeferred = quota.SumSat(r.rep.AgentDeferred, until.Sub(now))
 	r.push(event{at: until, kind: evAgentResume, id: id})
+}
+
+// beginTurns starts agent job id's turns at now: its first, or the
+// first after a wait or a deferral, from which the next are spaced.
+func (r *run) beginTurns(id int, j *agentJob) error {
+	j.base, j.k = r.clk.Now(), 0
+	return r.agentTurn(id)
 }
 
 // agentTurn runs one turn of agent job id. A turn the limit refuses ends
@@ -288,7 +299,8 @@ func (r *run) agentTurn(id int) error {
 			j.over, j.ended = true, now
 			return nil
 		}
-		r.push(event{at: now.Add(r.agentEvery()), kind: evAgentTurn, id: id})
+		j.k++
+		r.push(event{at: r.agentTurnAt(j.base, j.k), kind: evAgentTurn, id: id})
 		return nil
 	}
 	r.rep.AgentLimitHits++

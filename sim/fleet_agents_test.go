@@ -315,3 +315,48 @@ func TestFleetAgentLedger(t *testing.T) {
 		})
 	}
 }
+
+// A job takes its work's minutes at units_per_minute turns, evenly
+// spaced on the virtual clock, whatever the rate: one 10-minute job
+// takes 10, 70, 450 and 6,000 turns at 1, 7, 45 and 600 a minute, the
+// k-th k minutes over the rate after the first, and the demand cap
+// counts the same turns.
+func TestFleetAgentRate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ upm, want int }{{1, 10}, {7, 70}, {45, 450}, {600, 6000}} {
+		file := "quota: {kind: agent, limit: 1000000}\nduration: 1m\nagents:\n  count: 1\n  units_per_minute: " +
+			strconv.Itoa(c.upm) + "\n  duration: 10m\n"
+		s, err := ParseScenario([]byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err = s.WithDuration(time.Hour); err != nil { // the job starts in the first minute and ends in the hour
+			t.Fatal(err)
+		}
+		if s.demand() != float64(c.want) {
+			t.Errorf("%d a minute: demand %.0f, want %d", c.upm, s.demand(), c.want)
+		}
+		cfg := FleetConfig{Scenario: s, Seed: 1}
+		r := newRun(context.Background(), cfg, StrategyNone)
+		var at []time.Time
+		r.agent.onTurn = func(_ string, t time.Time, ok bool) {
+			if ok {
+				at = append(at, t)
+			}
+		}
+		rep, err := r.run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(at) != c.want || rep.AgentsDone != 1 {
+			t.Errorf("%d a minute: %d turns, %d jobs done; want %d turns, 1 done", c.upm, len(at), rep.AgentsDone, c.want)
+			continue
+		}
+		for k, tu := range at {
+			if want := at[0].Add(time.Duration(k) * time.Minute / time.Duration(c.upm)); !tu.Equal(want) {
+				t.Errorf("%d a minute: turn %d at %s, want %s", c.upm, k, tu.Sub(at[0]), want.Sub(at[0]))
+				break
+			}
+		}
+	}
+}

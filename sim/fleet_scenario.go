@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -400,7 +401,16 @@ func (s *Scenario) passes() float64 {
 func (s *Scenario) demand() float64 {
 	return s.passes()*float64(s.Passes.Calls) +
 		s.Duration.Hours()*60*float64(s.Commands.Count*s.Commands.CallsPerMinute) +
-		s.agentsStarted()*s.Agents.Length.Minutes()*float64(s.Agents.UnitsPerMinute)
+		s.agentsStarted()*float64(s.Agents.turns())
+}
+
+// turns is the turns one agent job needs: its work's minutes at the
+// units a minute, to the nearest (at least one with any work).
+func (a AgentSpec) turns() int {
+	if a.UnitsPerMinute < 1 || a.Length.Duration <= 0 {
+		return 0
+	}
+	return max(int(math.Round(a.Length.Minutes()*float64(a.UnitsPerMinute))), 1)
 }
 
 // agentSpan is the time the agent jobs' starts spread over.
