@@ -75,11 +75,12 @@ type StrategyReport struct {
 	// WaitingSeconds is Waiting for --json.
 	WaitingSeconds float64 `json:"waiting_seconds"`
 	// Agent jobs (docs/simulator.md): done, lost (their work with them),
-	// still under way when the run ended; the runs that continued a
-	// captured session after a limit (AgentsResumed), of which
-	// AgentsDeferred after a deferral; the turns the limit refused
-	// (AgentLimitHits, also among RejectedCalls); the turns spent on jobs
-	// that were lost; the time spent waiting in their runs and deferred.
+	// still under way when the run ended; the captured sessions that took
+	// a turn again after a limit (AgentsResumed, counted at that turn: a
+	// job the run ended first is not resumed), of which AgentsDeferred
+	// after a deferral; the turns the limit refused (AgentLimitHits, also
+	// among RejectedCalls); the turns spent on jobs that were lost; the
+	// time spent waiting in their runs and deferred, up to the run's end.
 	AgentsDone       int           `json:"agent_jobs_done"`
 	AgentsLost       int           `json:"agent_jobs_lost"`
 	AgentsUnfinished int           `json:"agent_jobs_unfinished"`

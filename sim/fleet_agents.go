@@ -109,16 +109,19 @@ func (a *fakeAgent) limitOutput(id string, reset, now time.Time) []byte {
 // agentJob is one agent job of a run, as layover (or, for StrategyNone,
 // the bare CLI) runs it.
 type agentJob struct {
-	host    int
-	first   string // the session its first run started
-	sid     string // the session the job's runs continue
-	over    bool   // done or lost
-	runs    int    // runs of the CLI: the first, then one per resume
-	spent   int64  // turns the quota accepted for it
-	budget  quota.Budget
-	started time.Time // when the job was started (before any hold)
-	base    time.Time // when its current run of turns began
-	k       int       // turns of that run taken: the next is its k-th
+	host  int
+	first string // the session its first run started
+	sid   string // the session the job's runs continue
+	over  bool   // done or lost
+	runs  int    // runs of the CLI that took a turn: the first, then one per resume
+	// resuming: the job met the limit and its session has not taken a
+	// turn since; resumingDeferred: it was deferred since
+	resuming, resumingDeferred bool
+	spent                      int64 // turns the quota accepted for it
+	budget                     quota.Budget
+	started                    time.Time // when the job was started (before any hold)
+	base                       time.Time // when its current run of turns began
+	k                          int       // turns of that run taken: the next is its k-th
 
 	ended time.Time // when it was done or lost
 }
@@ -257,15 +260,23 @@ func (r *run) agentGate(id int) error {
 // waitOrDefer has agent job id, held back at now until `until`, wait in
 // its run when its budget still allows the wait under the cap, and read
 // the ledger again then; else it is deferred to that time (counted in
-// *deferrals), a fresh run then.
+// *deferrals when not nil), a fresh run then. The time counted is the
+// part of it before the run's end.
 func (r *run) waitOrDefer(id int, j *agentJob, now, until time.Time, deferrals *int) {
+	spent := until.Sub(now)
+	if until.After(r.end) { // the run's part of it
+		spent = r.end.Sub(now)
+	}
 	if j.budget.Take(until.Sub(now)) == nil {
-		r.rep.AgentWaiting = quota.SumSat(r.rep.AgentWaiting, until.Sub(now))
+		r.rep.AgentWaiting = quota.SumSat(r.rep.AgentWaiting, spent)
 		r.push(event{at: until, kind: evAgentGate, id: id})
 		return
 	}
-	*deferrals++
-	r.rep.AgentDeferred = quota.SumSat(r.rep.AgentDeferred, until.Sub(now))
+	if deferrals != nil {
+		*deferrals++
+	}
+	j.resumingDeferred = j.resumingDeferred || j.resuming
+	r.rep.AgentDeferred = quota.SumSat(r.rep.AgentDeferred, spent)
 	r.push(event{at: until, kind: evAgentResume, id: id})
 }
 
@@ -294,6 +305,14 @@ func (r *run) agentTurn(id int) error {
 	}
 	if !limited {
 		j.spent++
+		if j.resuming { // the captured session continued: a resume
+			r.rep.AgentsResumed++
+			if j.resumingDeferred {
+				r.rep.AgentsDeferred++
+			}
+			j.runs++
+			j.resuming, j.resumingDeferred = false, false
+		}
 		if done {
 			r.rep.AgentsDone++
 			j.over, j.ended = true, now
@@ -328,9 +347,8 @@ func (r *run) agentTurn(id int) error {
 	}
 	until := ceilSecond(quota.RerunAt(now, r.policy.Resume(state.ResetAt, r.agentRnd).At()))
 	j.sid = sid
-	r.rep.AgentsResumed++
-	j.runs++
-	r.waitOrDefer(id, j, now, until, &r.rep.AgentsDeferred)
+	j.resuming = true
+	r.waitOrDefer(id, j, now, until, nil)
 	return nil
 }
 
