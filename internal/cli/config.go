@@ -55,6 +55,7 @@ var configKeys = map[string]configKey{
 	"drain-timeout":     {},
 	"max-hold":          {},
 	"max-body":          {},
+	"max-held":          {},
 	"upstream":          {repeatable: true, split: strings.Fields},
 	"allow-remote":      {},
 }

@@ -39,6 +39,7 @@ type GatewayOptions struct {
 	Policy       quota.Policy
 	MaxHold      time.Duration
 	MaxBody      byteSize
+	MaxHeld      byteSize
 	ResumeRate   float64
 	Pace         bool
 	Upstreams    stringList // NAME=URL
@@ -50,8 +51,8 @@ func runGateway(ctx context.Context, env *Env, args []string) error {
 	if len(args) > 0 && args[0] == "env" {
 		return gatewayEnv(ctx, env, args[1:])
 	}
-	opts := GatewayOptions{Policy: quota.DefaultPolicy(), MaxBody: gateway.DefaultMaxBody}
-	fs := newFlagSet("gateway", "gateway [--listen ADDR] [--allow-remote] [--store URL] [--max-hold D] [--max-body SIZE] [--upstream NAME=URL]... [policy flags] [--resume-rate N] [--log-format text|json] [--drain-timeout D]")
+	opts := GatewayOptions{Policy: quota.DefaultPolicy(), MaxBody: gateway.DefaultMaxBody, MaxHeld: gateway.DefaultMaxHeldBytes}
+	fs := newFlagSet("gateway", "gateway [--listen ADDR] [--allow-remote] [--store URL] [--max-hold D] [--max-body SIZE] [--max-held SIZE] [--upstream NAME=URL]... [policy flags] [--resume-rate N] [--log-format text|json] [--drain-timeout D]")
 	fs.StringVar(&opts.Listen, "listen", defaultGatewayListen, "serve the gateway, /metrics and /healthz on `ADDR`")
 	fs.BoolVar(&opts.AllowRemote, "allow-remote", false, "allow a --listen address other than loopback (the gateway has no authentication of its own)")
 	storeLoc := storeFlag(fs)
@@ -62,6 +63,7 @@ func runGateway(ctx context.Context, env *Env, args []string) error {
 	fs.durationVar(&opts.Policy.UnknownReset, "unknown-reset", opts.Policy.UnknownReset, time.Second, quota.MaxPolicyWait, "assume an unknown reset is this far ahead")
 	fs.durationVar(&opts.MaxHold, "max-hold", gateway.DefaultMaxHold, 0, gateway.MaxMaxHold, "hold a request on an exhausted key at most this long, else answer 429 at once (0: never hold)")
 	fs.Var(&opts.MaxBody, "max-body", "largest request body, e.g. 32MiB, 500KB or bytes (default 32MiB); a larger one is answered 413")
+	fs.Var(&opts.MaxHeld, "max-held", "most request-body bytes held in memory at once, across every held request (default 256MiB); a request that would pass it is answered 429 at once instead of held")
 	fs.Float64Var(&opts.ResumeRate, "resume-rate", gateway.DefaultResumeRate, "held requests sent per second per quota key once their hold ends")
 	fs.BoolVar(&opts.Pace, "pace", false, "pace low-priority requests (docs/pacing.md)")
 	fs.Var(&opts.Upstreams, "upstream", "send route `NAME=URL` (anthropic, openai, gemini) to URL instead of the provider's API, repeatable")
@@ -137,7 +139,7 @@ func (o *GatewayOptions) run(ctx context.Context, env *Env, ups map[string]strin
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g, err := gateway.New(gateway.Options{
-		Upstreams: ups, Store: st, Policy: &o.Policy, MaxHold: o.MaxHold, NoHold: o.MaxHold == 0, MaxBody: int64(o.MaxBody),
+		Upstreams: ups, Store: st, Policy: &o.Policy, MaxHold: o.MaxHold, NoHold: o.MaxHold == 0, MaxBody: int64(o.MaxBody), MaxHeldBytes: int64(o.MaxHeld),
 		ResumeRate: o.ResumeRate, Pace: o.Pace, Clock: env.Clock, Rand: env.Rand, Logger: logger, Hostname: env.Hostname,
 		Registerer: reg,
 	})

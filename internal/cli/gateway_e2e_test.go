@@ -97,6 +97,44 @@ func TestGatewayCommand(t *testing.T) {
 	}
 }
 
+// --max-held bounds the bodies held at once: with it at 1 KiB, a 2 KiB
+// request on a key whose reset is within --max-hold is answered locally at
+// once rather than held until the reset (about two minutes here, which is
+// what the request would wait without the flag).
+func TestGatewayMaxHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fake.GitHubConfig{})
+	llm := fake.NewLLM(fake.LLMConfig{Kind: fake.Anthropic, RequestsPerWindow: 1, Window: 2 * time.Minute})
+	up, err := llm.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = llm.Close() })
+	p := b.start("gateway", "--listen", "127.0.0.1:0", "--upstream", "anthropic="+up,
+		"--max-hold", "10m", "--reset-margin", "0s", "--jitter", "0s", "--max-held", "1KiB")
+	base := gatewayBase(t, p)
+	if resp, body := gatewayPost(t, base+"/anthropic/v1/messages"); resp.StatusCode != 200 {
+		t.Fatalf("first request: %d %s", resp.StatusCode, body)
+	}
+	pad := strings.Repeat("x", 2048)
+	req, _ := http.NewRequest(http.MethodPost, base+"/anthropic/v1/messages",
+		strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":1,"metadata":{"user_id":"`+pad+`"}}`))
+	req.Header.Set("X-Api-Key", "sk-ant-api03-e2e-gateway-key-0123456789")
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("the 2 KiB request: %v (held rather than answered at once?)", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("X-Layover-Deferred") != "1" {
+		t.Fatalf("the 2 KiB request: %d %v %s; want the gateway's own 429", resp.StatusCode, resp.Header, body)
+	}
+	if llm.Calls() != 1 {
+		t.Errorf("%d upstream calls; want 1", llm.Calls())
+	}
+}
+
 // Bad flags are one line and exit 2; a listen address other than
 // loopback needs --allow-remote.
 func TestGatewayBadFlags(t *testing.T) {
@@ -105,6 +143,7 @@ func TestGatewayBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"gateway", "--listen", "0.0.0.0:8089"},
 		{"gateway", "--max-body", "lots"},
+		{"gateway", "--max-held", "1"},
 		{"gateway", "--upstream", "azure=https://x.example.com"},
 		{"gateway", "--upstream", "openai=https://user:pw-secret@x.example.com"},
 		{"gateway", "--max-hold", "-1s"},
