@@ -25,7 +25,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	policy := quota.DefaultPolicy()
 	cfg := engineConfig(env, nil)
 	cfg.Policy = &policy
-	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [--agent NAME] [--cleanup CMD] [--receipt-file PATH] [policy flags] -- CMD [ARGS...]")
+	fs := newFlagSet("run", "run [--quota PROVIDER[:RESOURCE]]... [--agent NAME] [--cleanup CMD] [--receipt-file PATH] [--resume-rate N] [policy flags] -- CMD [ARGS...]")
 	fs.Var(&cfg.Quota, "quota", "wait out these quotas before starting when the ledger says they are exhausted: PROVIDER or PROVIDER:RESOURCE ("+quotaProviders()+"), repeatable")
 	policyFlags(fs, &policy)
 	storeLoc := storeFlag(fs)
@@ -35,6 +35,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Provider, "provider", "auto", "whose signals classify a failure: "+strings.Join(registry.CLINames(), ", ")+", or "+registry.Auto)
 	agentName := fs.String("agent", "", "CMD is this agent CLI ("+agentNames()+
 		"): its signals classify a failure (as --provider) and, unless --resume-cmd, its own resume continues the session after a wait")
+	fs.Float64Var(&cfg.ResumeRate, "resume-rate", command.DefaultResumeRate, "commands a second, per quota key across the fleet, that start again after a reset (docs/lifecycle.md, Resume pacing)")
 	fs.StringVar(&cfg.ResumeCmd, "resume-cmd", "", "shell command run instead of CMD after a wait; {session_id} is the agent session of the failed run")
 	fs.BoolVar(&cfg.Submit, "submit", false, "when deferring, also record the job for the durable host (implies --defer-after 0)")
 	fs.StringVar(&cfg.Cleanup, "cleanup", "", "shell command run after CMD ends on SIGINT/SIGTERM or a failure (not a success or a deferral), "+
@@ -48,6 +49,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	cfg.Command = cmd
+	if r := cfg.ResumeRate; !(r >= command.MinResumeRate && r <= command.MaxResumeRate) { // NaN fails both; 0 is not "the default"
+		return usageErr("run: --resume-rate %v: want %g to %g commands per second", r, command.MinResumeRate, command.MaxResumeRate)
+	}
 	cfg.Defer, cfg.DeferAfter = deferAfter >= 0, max(deferAfter, 0)
 	cfg.HoldStdout = !env.StdoutTerminal && !*stream
 	if isSet(fs, "agent") {
