@@ -194,6 +194,13 @@ func TestParseScenarioAgentFaults(t *testing.T) {
 		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 1\n  duration: soon\n", `5: "soon": want a duration like 90s or 1h`},
 		{"quota: {kind: agent, limit: 10}\nduration: 168h\nagents:\n  count: 10000\n  units_per_minute: 600\n  duration: 168h\n", "2: duration: the scenario's work would make"},
 		{"quota: {kind: agent, limit: 10}\nagents:\n  count: 2\n  units_per_minute: 1\n  duration: 1h\n", ""},
+		// a rate or duration is checked whenever given, and needs a count
+		{"agents: {units_per_minute: -5, duration: 1h}\n", "1: agents.units_per_minute: want a number from 1 to 600"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  units_per_minute: 2\n  duration: 30s\n", "4: agents.duration: want a duration from 1m to 168h0m0s"},
+		{"agents:\n  count: 0\n  units_per_minute: 601\n", "3: agents.units_per_minute: want a number from 1 to 600"},
+		{"quota: {kind: agent, limit: 10}\nagents:\n  units_per_minute: 2\n  duration: 1h\n", "3: agents.count: required with units_per_minute/duration"},
+		{"agents:\n  duration: 1h\n", "2: agents.count: required with units_per_minute/duration"},
+		{"agents:\n  count: 0\n  units_per_minute: 2\n  duration: 1h\n", ""},
 	} {
 		_, err := ParseScenario([]byte(c.file))
 		switch {

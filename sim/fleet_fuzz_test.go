@@ -24,6 +24,8 @@ func FuzzParseScenario(f *testing.F) {
 	f.Add([]byte("passes:\n  every: 1m\n  per_slot: 3\n  calls: 2\nstrategies: [pacing]\n"))
 	f.Add([]byte("quota: {kind: agent, window: 5h, limit: 1}\nduration: 1h\n"))
 	f.Add([]byte("hosts: 4\npasses: {cron: '*/2 9-17 * * 1-5', per_slot: 3, calls: 4}\n"))
+	f.Add([]byte("agents: {units_per_minute: -5, duration: 1h}\ncommands: {calls_per_minute: 700}\n"))
+	f.Add([]byte("quota: {kind: agent}\nagents:\n  count: 0\n  units_per_minute: 2\n  duration: 1h\ncommands:\n  duration: 2h\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzbound.Run(t, func() {
 			s, err := ParseScenario(data)
@@ -34,7 +36,9 @@ func FuzzParseScenario(f *testing.F) {
 				return
 			}
 			if s.Hosts < 1 || s.Hosts > MaxFleetHosts || s.Quota.Limit < 1 || s.demand() > MaxFleetCalls ||
-				s.Agents.Count > 0 && (s.Quota.Kind != QuotaAgent || s.Agents.UnitsPerMinute < 1 || s.Agents.Length.Duration < time.Minute) || len(s.Strategies) == 0 {
+				s.Agents.Count > 0 && (s.Quota.Kind != QuotaAgent || s.Agents.UnitsPerMinute < 1 || s.Agents.Length.Duration < time.Minute) || len(s.Strategies) == 0 ||
+				s.Agents.UnitsPerMinute < 0 || s.Agents.UnitsPerMinute > MaxUnitsPerMinute || s.Agents.Length.Duration > MaxCommandLength ||
+				s.Commands.CallsPerMinute < 0 || s.Commands.CallsPerMinute > MaxCallsPerMinute || s.Commands.Length.Duration > MaxCommandLength {
 				t.Fatalf("accepted out of bounds: %+v", s)
 			}
 		})

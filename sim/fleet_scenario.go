@@ -290,6 +290,31 @@ func (s *Scenario) fault(field, format string, args ...any) error {
 	return &ScenarioError{Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// given reports whether a section's field is to be checked: the file
+// gives it, or the section's count needs it.
+func (s *Scenario) given(count int, field string) bool {
+	_, ok := s.line[field]
+	return count > 0 || ok
+}
+
+// countGiven is the fault of a section (commands, agents) whose other
+// fields are given without its count, at the first of them.
+func (s *Scenario) countGiven(section string, fields ...string) error {
+	if _, ok := s.line[section+".count"]; ok {
+		return nil
+	}
+	line := 0
+	for _, f := range fields {
+		if l, ok := s.line[section+"."+f]; ok && (line == 0 || l < line) {
+			line = l
+		}
+	}
+	if line == 0 {
+		return nil
+	}
+	return &ScenarioError{Line: line, Field: section + ".count", Msg: "required with " + strings.Join(fields, "/")}
+}
+
 func (s *Scenario) validate() error {
 	q := s.Quota
 	switch {
@@ -336,14 +361,19 @@ func (s *Scenario) validate() error {
 		}
 		s.Passes.cron = e
 	}
+	// A rate or a duration is checked whenever it is given (or needed:
+	// a count of jobs), and neither is taken without a count.
 	c := s.Commands
 	switch {
 	case c.Count < 0 || c.Count > MaxFleetCommands:
 		return s.fault("commands.count", "want a number from 0 to %d", MaxFleetCommands)
-	case c.Count > 0 && (c.CallsPerMinute < 1 || c.CallsPerMinute > MaxCallsPerMinute):
+	case s.given(c.Count, "commands.calls_per_minute") && (c.CallsPerMinute < 1 || c.CallsPerMinute > MaxCallsPerMinute):
 		return s.fault("commands.calls_per_minute", "want a number from 1 to %d", MaxCallsPerMinute)
-	case c.Count > 0 && (c.Length.Duration < time.Minute || c.Length.Duration > MaxCommandLength):
+	case s.given(c.Count, "commands.duration") && (c.Length.Duration < time.Minute || c.Length.Duration > MaxCommandLength):
 		return s.fault("commands.duration", "want a duration from 1m to %s", MaxCommandLength)
+	}
+	if err := s.countGiven("commands", "calls_per_minute", "duration"); err != nil {
+		return err
 	}
 	a := s.Agents
 	switch {
@@ -351,10 +381,13 @@ func (s *Scenario) validate() error {
 		return s.fault("agents.count", "want a number from 0 to %d", MaxFleetAgents)
 	case a.Count > 0 && q.Kind != QuotaAgent:
 		return s.fault("agents.count", "agent jobs spend an agent quota: want quota.kind agent")
-	case a.Count > 0 && (a.UnitsPerMinute < 1 || a.UnitsPerMinute > MaxUnitsPerMinute):
+	case s.given(a.Count, "agents.units_per_minute") && (a.UnitsPerMinute < 1 || a.UnitsPerMinute > MaxUnitsPerMinute):
 		return s.fault("agents.units_per_minute", "want a number from 1 to %d", MaxUnitsPerMinute)
-	case a.Count > 0 && (a.Length.Duration < time.Minute || a.Length.Duration > MaxCommandLength):
+	case s.given(a.Count, "agents.duration") && (a.Length.Duration < time.Minute || a.Length.Duration > MaxCommandLength):
 		return s.fault("agents.duration", "want a duration from 1m to %s", MaxCommandLength)
+	}
+	if err := s.countGiven("agents", "units_per_minute", "duration"); err != nil {
+		return err
 	}
 	for i, name := range s.Strategies {
 		if !slices.Contains(Strategies, name) {

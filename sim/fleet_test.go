@@ -77,6 +77,12 @@ func TestParseScenarioFaults(t *testing.T) {
 		{"passes:\n  cron: '61 * * * *'\n  calls: 1\n", "2: passes.cron: cron expression"},
 		{"passes:\n  cron: '* * * * *'\n  every: 1m\n  calls: 1\n", "2: passes.cron: give one of per_hour, every and cron"},
 		{"commands:\n  count: 2\n  duration: 1h\n", "1: commands.calls_per_minute: want a number from 1 to 600"},
+		// a rate or duration is checked whenever given, and needs a count
+		{"commands: {calls_per_minute: -5, duration: 1h}\n", "1: commands.calls_per_minute: want a number from 1 to 600"},
+		{"commands:\n  calls_per_minute: 5\n  duration: 30s\n", "3: commands.duration: want a duration from 1m to 168h0m0s"},
+		{"commands:\n  count: 0\n  calls_per_minute: 601\n", "3: commands.calls_per_minute: want a number from 1 to 600"},
+		{"hosts: 2\ncommands:\n  duration: 1h\n  calls_per_minute: 5\n", "3: commands.count: required with calls_per_minute/duration"},
+		{"commands:\n  count: 0\n  calls_per_minute: 5\n  duration: 1h\n", ""},
 		{"strategies: [none, fast]\n", `1: strategies: "fast": want none, defaults or pacing`},
 		{"strategies: [none, none]\n", `1: strategies: "none" given twice`},
 		{"hosts: 1000\nduration: 168h\npasses:\n  per_hour: 100000\n  calls: 10000\n", "2: duration: the scenario's work would make"},
