@@ -255,18 +255,34 @@ type fleetHost struct {
 	pass *command.PassConfig
 }
 
+// The random streams of a run (rand.NewPCG(seed, stream)), one per
+// source so that no source's draws move another's: the workload's, each
+// host's transport jitter (streamHost + the host's index, for every host
+// a scenario may have), then the agent jobs' starts and their wait
+// jitter, past every host's, so that a scenario without agents draws as
+// it did before agents existed.
+const (
+	streamWorkload    = 1
+	streamHost        = 2
+	streamAgentStarts = streamHost + MaxFleetHosts
+	streamAgentJitter = streamAgentStarts + 1
+)
+
+// hostStream is host h's stream (h from 0).
+func hostStream(h int) uint64 { return streamHost + uint64(h) }
+
 func newRun(ctx context.Context, cfg FleetConfig, name string) *run {
 	s := cfg.Scenario
 	clk := clock.NewFake(fleetStart)
 	r := &run{ctx: ctx, s: s, name: name, clk: clk, layer: name != StrategyNone,
 		q:   &windowQuota{limit: s.Quota.Limit, window: s.Quota.Window.Duration, start: fleetStart},
-		rnd: rand.New(rand.NewPCG(cfg.Seed, 1)), end: fleetStart.Add(s.Duration.Duration),
+		rnd: rand.New(rand.NewPCG(cfg.Seed, streamWorkload)), end: fleetStart.Add(s.Duration.Duration),
 		passes: map[int]*work{}, cmds: map[int]*work{}, firstMin: map[int64]int64{}, reexhaust: map[int64]bool{},
 		policy: quota.DefaultPolicy()}
 	r.rep.Strategy = name
 	r.gh = &fakeGitHub{q: r.q, clk: clk, onCall: r.counted}
 	r.agent = &fakeAgent{q: r.q, counted: r.counted, seed: cfg.Seed, sessions: map[string]*agentSession{}}
-	r.agents, r.agentRnd = map[int]*agentJob{}, rand.New(rand.NewPCG(cfg.Seed, 4))
+	r.agents, r.agentRnd = map[int]*agentJob{}, rand.New(rand.NewPCG(cfg.Seed, streamAgentJitter))
 	return r
 }
 
@@ -371,7 +387,7 @@ func (r *run) openHosts(cfg FleetConfig) (func(), error) {
 		}
 		pol := r.policy
 		tr, err := transport.New(r.gh, &transport.Options{Provider: transport.GitHub(), Store: st, Principal: fleetUser, Clock: r.clk, Policy: &pol,
-			Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(h)+2)), Mode: transport.ModeDefer, Hostname: name,
+			Rand: rand.New(rand.NewPCG(cfg.Seed, hostStream(h))), Mode: transport.ModeDefer, Hostname: name,
 			Command: "layover sim fleet", TransientRetries: -1})
 		if err != nil {
 			cleanup()

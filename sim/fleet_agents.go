@@ -194,10 +194,11 @@ func (r *run) agentSpacing() time.Duration {
 
 // agentStarts pushes every agent job's start: job i at i spacings from
 // the run's start plus a part of a spacing drawn from the seed (its own
-// source, so that the passes' draws are those of a scenario without
-// agents), to the second, on host i mod hosts.
+// stream, streamAgentStarts, which no host's transport uses, so that the
+// passes' and the hosts' draws are those of a scenario without agents),
+// to the second, on host i mod hosts.
 func (r *run) agentStarts(seed uint64) {
-	rnd := rand.New(rand.NewPCG(seed, 3))
+	rnd := rand.New(rand.NewPCG(seed, streamAgentStarts))
 	sp := r.agentSpacing()
 	for i := range r.s.Agents.Count {
 		at := fleetStart.Add(time.Duration(i) * sp)

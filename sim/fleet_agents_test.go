@@ -270,9 +270,9 @@ func TestFleetAgentLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	none := runAgents(t, agentSmall, 1).Strategies[0]
-	if none.AgentsDone != 3 || none.AgentsLost != 17 || none.AgentLimitHits != 17 || none.AgentUnitsWasted != 120 ||
+	if none.AgentsDone != 4 || none.AgentsLost != 16 || none.AgentLimitHits != 16 || none.AgentUnitsWasted != 60 ||
 		none.AcceptedCalls != 300 || none.AgentsHeld != 0 {
-		t.Errorf("none: %+v, want 3 done, 17 lost with 120 units, 17 limit hits, as without the ledger", none)
+		t.Errorf("none: %+v, want 4 done, 16 lost with 60 units, 16 limit hits, as without the ledger", none)
 	}
 	for _, ledger := range []string{LedgerMemory, LedgerSQLite} {
 		t.Run(ledger, func(t *testing.T) {
@@ -418,4 +418,23 @@ func TestFleetAgentRate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every random source of a run has its own stream: the agent jobs' starts
+// and jitter share none with the workload or any host a scenario may
+// have, so that agents leave the other draws as they were.
+func TestFleetStreams(t *testing.T) {
+	t.Parallel()
+	seen := map[uint64]string{streamWorkload: "workload"}
+	add := func(stream uint64, name string) {
+		if other, ok := seen[stream]; ok {
+			t.Fatalf("stream %d: %s and %s", stream, other, name)
+		}
+		seen[stream] = name
+	}
+	for h := range MaxFleetHosts {
+		add(hostStream(h), "host "+strconv.Itoa(h+1))
+	}
+	add(streamAgentStarts, "agent starts")
+	add(streamAgentJitter, "agent jitter")
 }
