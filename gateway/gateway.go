@@ -531,7 +531,15 @@ func (h *holder) RoundTrip(req *http.Request) (*http.Response, error) {
 			defer g.held.give(int64(len(data)))
 			body, buffered = bytes.NewReader(data), true
 		}
-		if err := h.wait(ctx, info, de.ResumeAt.Sub(now)); err != nil {
+		// Listed as a wait, as layover run's and the transport's are, so
+		// that status shows the gateway holding the key.
+		unlist := func() {}
+		if de.Key != (quota.Key{}) {
+			unlist = h.rt.tr.ListWait(ctx, de.Key, transport.WaitQuota, de.ResumeAt)
+		}
+		err = h.wait(ctx, info, de.ResumeAt.Sub(now))
+		unlist()
+		if err != nil {
 			return nil, err
 		}
 		held = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -555,4 +556,49 @@ func gaugeValue(b *bench, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// A held request is a visible wait: while it is held the store lists the
+// gateway waiting on the key until its resume time (layover status shows
+// it), and once it is sent the entry is gone.
+func TestHeldListedAsWaiting(t *testing.T) {
+	t.Parallel()
+	stores(t, func(t *testing.T, st store.Store, _ string) {
+		b := &bench{}
+		llm := fake.NewLLM(fake.LLMConfig{Kind: fake.Anthropic, Window: 20 * time.Second, RequestsPerWindow: 1,
+			Now: func() time.Time { return b.clock.Now() }})
+		*b = *newBench(t, gateway.Options{Policy: noMargin(), Store: st, Upstreams: map[string]string{gateway.Anthropic: startLLM(t, llm)}})
+		key := keyHeader(gateway.Anthropic, "sk-ant-listed-0123456789")
+		if resp, _ := b.do(t, t.Context(), http.MethodPost, llmPaths[gateway.Anthropic], `{}`, key); resp.StatusCode != 200 {
+			t.Fatalf("first request: %d", resp.StatusCode)
+		}
+		done := make(chan int, 1)
+		timers := b.clock.TimerAdded()
+		go func() {
+			resp, _ := b.do(t, context.Background(), http.MethodPost, llmPaths[gateway.Anthropic], `{"held":true}`, key)
+			done <- resp.StatusCode
+		}()
+		<-timers // the hold's timer, armed once the wait is listed
+		ws, err := st.Waiters(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reset := t0.Add(20 * time.Second)
+		if len(ws) != 1 || ws[0].Key.Resource != "requests" || !ws[0].WaitUntil.Equal(reset) ||
+			ws[0].Command != "layover gateway" || !strings.HasPrefix(ws[0].Stage, "Quota wait until") {
+			t.Errorf("waiters while held: %+v; want the gateway on the key until %s", ws, reset)
+		}
+		if strings.Contains(fmt.Sprint(ws), "sk-ant-listed") {
+			t.Error("the key is in the waiter entry")
+		}
+		// Errors above, not Fatal: the clock must move for the held request
+		// to end, else the test's cleanup waits for it.
+		b.clock.Advance(20 * time.Second)
+		if code := <-done; code != 200 {
+			t.Fatalf("held request: %d; want 200", code)
+		}
+		if ws, err := st.Waiters(t.Context()); err != nil || len(ws) != 0 {
+			t.Fatalf("waiters after the hold: %+v, %v; want none", ws, err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/redact"
 	"github.com/layoverhq/layover/store"
 )
@@ -75,6 +76,16 @@ func (t *Transport) register(ctx context.Context, w plannedWait) (done func()) {
 			}
 		}
 	}
+}
+
+// ListWait lists a wait of kind on key until at in the store's waiter
+// table as the Transport's own waits are (one entry per key and process,
+// however many wait), for a caller that waits out a DeferralError itself
+// (the gateway's holds); the returned func, called once the wait ends,
+// takes this wait's part of the entry back. Without a store it does
+// nothing. It never fails the wait: a store that refuses is logged.
+func (t *Transport) ListWait(ctx context.Context, key quota.Key, kind WaitKind, at time.Time) (done func()) {
+	return t.register(ctx, plannedWait{key: key, kind: kind, base: at, at: at})
 }
 
 // defaultCommand is the program's command line with secrets masked.
