@@ -67,8 +67,8 @@ const (
 	MaxDrainTimeout     = 24 * time.Hour
 )
 
-// stuckRetry is how soon the scheduler looks again when work is due but a
-// pass could move none of it.
+// stuckRetry is how soon, in wall time, the scheduler looks again when work
+// is due but a pass could move none of it (another transaction holds it).
 const stuckRetry = 50 * time.Millisecond
 
 // probeWait is the wait before probing again, after n probes in a row, a
@@ -474,14 +474,14 @@ func (h *Host) loop(ctx context.Context) {
 		sleep := h.cfg.Heartbeat
 		// next is the due work the sleep is for, read before the clock.
 		var next time.Time
+		// stuck is due work this pass could move none of: another
+		// transaction holds it (a fleet store skips locked rows).
+		stuck := false
 		if !full && !draining { // a drain sweeps each heartbeat, and claims nothing
 			if at, ok, err := h.st.NextJobDue(ctx); err == nil && ok {
 				next = at
 				if !at.After(now) && !progress {
-					// Work this pass saw due, and could move none of:
-					// another transaction holds it (a fleet store skips
-					// locked rows). Look again shortly rather than spin.
-					sleep, next = min(h.cfg.Heartbeat, stuckRetry), time.Time{}
+					stuck, next = true, time.Time{}
 				}
 			}
 		}
@@ -502,12 +502,22 @@ func (h *Host) loop(ctx context.Context) {
 		}
 		until := later.Add(sleep)
 		timer := h.timerAt(until)
-		h.setSleepUntil(until)
+		// Stuck, it looks again stuckRetry later in wall time, not on the
+		// host's clock: the other transaction ends in wall time, whatever
+		// a fake clock does, and a host waiting for it is not still (it
+		// reports no wake-up), since it will act without the clock moving.
+		var retry <-chan time.Time
+		if stuck {
+			retry = time.After(stuckRetry)
+		} else {
+			h.setSleepUntil(until)
+		}
 		select {
 		case <-ctx.Done():
 		case <-h.wake:
 			h.nudged()
 		case <-timer:
+		case <-retry:
 		}
 	}
 }

@@ -91,8 +91,15 @@ func (d *durable) until(what string, cond func(record.Run, map[string]record.Tas
 			if !ok {
 				d.t.Fatalf("the host stopped before %s", what)
 			}
-		case <-d.t.Context().Done():
-			d.t.Fatalf("never %s: run %s, tasks %+v", what, r.Status, tasks)
+		case <-stalled():
+			var jobs []string
+			for _, tk := range tasks {
+				if j, err := d.st.Job(context.Background(), tk.JobID); err == nil {
+					jobs = append(jobs, fmt.Sprintf("%s %s fence %d lease %s..%s deadline %s", j.ID, j.State, j.Fence, j.LeaseOwner, j.LeaseUntil.Format(time.TimeOnly), j.Spec.Deadline.Format(time.TimeOnly)))
+				}
+			}
+			still, _ := d.h.Still()
+			d.t.Fatalf("never %s: run %s, tasks %+v; jobs %q; clock %s, host still %v", what, r.Status, tasks, jobs, d.clk.Now().Format(time.TimeOnly), still)
 		}
 	}
 }
