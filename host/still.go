@@ -9,7 +9,9 @@ import (
 // Stillness, for a driver of a fake clock (the simulator, docs/simulator.md):
 // the host is still when nothing it does can move a job before its clock
 // moves. Its scheduler sleeps until a time still ahead with no nudge
-// pending (one sent and not yet taken), and no attempt, round of credentials checks or round of
+// pending (one sent and not yet taken), not waiting in wall time for
+// another transaction to let go of due work (the loop's stuck retry), and
+// no attempt, round of credentials checks or round of
 // cleanups is under way but for resumes waiting for their slot under the
 // resume rate until a time still ahead (Pacing). A driver that reads Still, then the store, then
 // Still again with the same epoch knows the host was still throughout, so
