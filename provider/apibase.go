@@ -44,8 +44,10 @@ func APIBase(getenv func(string) string, name, defaultURL string) (baseURL, host
 		if err != nil || n < 1 || n > 65535 {
 			return bad("bad port")
 		}
+		// The port as a number keys the quota: "080" is port 80, the
+		// scheme's own for http, and "08080" is 8080.
 		if !(scheme == "https" && n == 443) && !(scheme == "http" && n == 80) {
-			host = net.JoinHostPort(host, p)
+			host = net.JoinHostPort(host, strconv.Itoa(n))
 		}
 	}
 	return strings.TrimRight(v, "/"), host, nil

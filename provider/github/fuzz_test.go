@@ -308,11 +308,14 @@ func FuzzAPIBase(f *testing.F) {
 				t.Fatalf("APIBase(%q) = %q: scheme %q", v, base, u.Scheme)
 			}
 			// The host keys quotas: the URL's own host, lowercase, with its
-			// port unless that is the scheme's own, and no space or control
-			// character in it.
+			// port as a number unless that is the scheme's own, and no space
+			// or control character in it.
 			want := strings.ToLower(u.Hostname())
-			if p := u.Port(); p != "" && !(strings.EqualFold(u.Scheme, "https") && p == "443") && !(strings.EqualFold(u.Scheme, "http") && p == "80") {
-				want = net.JoinHostPort(want, p)
+			if p := u.Port(); p != "" {
+				n, _ := strconv.Atoi(p)
+				if !(strings.EqualFold(u.Scheme, "https") && n == 443) && !(strings.EqualFold(u.Scheme, "http") && n == 80) {
+					want = net.JoinHostPort(want, strconv.Itoa(n))
+				}
 			}
 			if host == "" || host != want || strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
 				t.Fatalf("APIBase(%q) host %q for URL host %q", v, host, u.Host)
