@@ -20,7 +20,9 @@ type Clock interface {
 // clock and arming the timer are one step, so a clock moved meanwhile
 // cannot leave the timer late by the move, as c.After(t.Sub(c.Now()))
 // would (the Now read before the move, the After armed after it). On any
-// other clock it is that After.
+// other clock it is that After. A test clock that embeds *Fake and
+// overrides After to watch the timers armed must override At too, or the
+// timers At arms pass it by.
 func At(c Clock, t time.Time) <-chan time.Time {
 	if a, ok := c.(timersAt); ok {
 		return a.At(t)

@@ -31,10 +31,7 @@ func TestRunTakesItsResumeTurn(t *testing.T) {
 			argv, runs := script(t, "ok")
 			cfg := w.config(argv)
 			if name == "before the start" {
-				if err := w.st.RecordStates(context.Background(), []quota.State{{Key: w.key("core"), Limit: 5000, Remaining: 0,
-					ResetAt: reset, ResetKnown: true, ObservedAt: start, Source: quota.SourceRejected, Cause: quota.CauseExhausted}}); err != nil {
-					t.Fatal(err)
-				}
+				w.ledgerExhausted(reset)
 				cfg.Quota = command.QuotaNames{{Provider: "github", Resource: "core"}}
 			} else {
 				w.exhaustedFor(reset)
@@ -86,10 +83,8 @@ func TestRunResumeTurnIsAVisibleBoundedWait(t *testing.T) {
 				w.exhaustedFor(reset)
 				argv, runs = script(t, "primary", "ok")
 				cfg = w.config(argv)
-			} else if err := w.st.RecordStates(context.Background(), []quota.State{{Key: w.key("core"), Limit: 5000, Remaining: 0,
-				ResetAt: reset, ResetKnown: true, ObservedAt: start, Source: quota.SourceRejected, Cause: quota.CauseExhausted}}); err != nil {
-				t.Fatal(err)
 			} else {
+				w.ledgerExhausted(reset)
 				cfg.Quota = command.QuotaNames{{Provider: "github", Resource: "core"}}
 			}
 			if strings.HasPrefix(name, "capped") {

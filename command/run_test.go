@@ -16,7 +16,6 @@ import (
 
 	"github.com/layoverhq/layover/command"
 	"github.com/layoverhq/layover/job"
-	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/receipt"
 )
 
@@ -308,10 +307,7 @@ func TestRunQuotaWaitsBeforeStart(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t)
 			reset := start.Add(4 * time.Minute)
-			if err := w.st.RecordStates(context.Background(), []quota.State{{Key: w.key("core"), Limit: 5000, Remaining: 0,
-				ResetAt: reset, ResetKnown: true, ObservedAt: start, Source: quota.SourceRejected, Cause: quota.CauseExhausted}}); err != nil {
-				t.Fatal(err)
-			}
+			w.ledgerExhausted(reset)
 			argv, runs := script(t, "ok")
 			cfg := w.config(argv)
 			cfg.Quota = c.names

@@ -80,6 +80,16 @@ func (w *world) exhaustedFor(reset time.Time) {
 	w.coreAt = func(int, time.Time) (int64, time.Time) { return 0, reset }
 }
 
+// ledgerExhausted records in the ledger, as another process's rejection
+// would, that core is exhausted until reset.
+func (w *world) ledgerExhausted(reset time.Time) {
+	w.t.Helper()
+	if err := w.st.RecordStates(context.Background(), []quota.State{{Key: w.key("core"), Limit: 5000, Remaining: 0,
+		ResetAt: reset, ResetKnown: true, ObservedAt: start, Source: quota.SourceRejected, Cause: quota.CauseExhausted}}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // getenv is the environment of every world: its fake GitHub, a token and
 // the principal octocat.
 func (w *world) getenv(k string) string {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,9 @@ import (
 	"github.com/layoverhq/layover/internal/fake"
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
+	"github.com/layoverhq/layover/store/postgres"
+	"github.com/layoverhq/layover/store/postgres/pgtest"
+	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/transport"
 )
 
@@ -352,3 +356,25 @@ func (c *closeRecorder) isClosed() bool {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// eachStore runs f, in parallel, on a new SQLite store and on a PostgreSQL
+// schema of its own (skipped without LAYOVER_TEST_POSTGRES, see pgtest).
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			var st store.Store
+			var err error
+			if kind == "sqlite" {
+				st, err = sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "layover.db"))
+			} else {
+				st, err = postgres.Open(t.Context(), pgtest.Schema(t))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			f(t, st)
+		})
+	}
+}

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
-	"github.com/layoverhq/layover/store/postgres"
-	"github.com/layoverhq/layover/store/postgres/pgtest"
-	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/transport"
 )
 
@@ -88,37 +84,23 @@ func TestPaceFallsBackOnTooLittleHistory(t *testing.T) {
 // low-priority request, before it sends anything: SQLite and PostgreSQL.
 func TestPaceReadsEveryHostsHistory(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			var st store.Store
-			var err error
-			if kind == "sqlite" {
-				st, err = sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "layover.db"))
-			} else {
-				st, err = postgres.Open(t.Context(), pgtest.Schema(t))
-			}
-			if err != nil {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		b := setup(t, setupOpts{opts: transport.Options{Pace: true, Store: st}})
+		reset := t0.Add(30 * time.Minute)
+		for i, left := range []int64{1500, 1400, 1300} {
+			s := quota.State{Key: b.key("core"), Limit: 5000, Remaining: left, ResetAt: reset, ResetKnown: true,
+				ObservedAt: t0.Add(time.Duration(i-2) * time.Minute), ObservedBy: "other-host", Source: quota.SourceHeaders}
+			if err := st.RecordStates(t.Context(), []quota.State{s}); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = st.Close() })
-			b := setup(t, setupOpts{opts: transport.Options{Pace: true, Store: st}})
-			reset := t0.Add(30 * time.Minute)
-			for i, left := range []int64{1500, 1400, 1300} {
-				s := quota.State{Key: b.key("core"), Limit: 5000, Remaining: left, ResetAt: reset, ResetKnown: true,
-					ObservedAt: t0.Add(time.Duration(i-2) * time.Minute), ObservedBy: "other-host", Source: quota.SourceHeaders}
-				if err := st.RecordStates(t.Context(), []quota.State{s}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, _, err = b.do(t, b.request(t, transport.WithLowPriority(context.Background()), http.MethodGet, "/repos/o/r", nil))
-			var de *quota.DeferralError
-			if !errors.As(err, &de) || de.Cause != quota.CausePacing {
-				t.Fatalf("err = %v; want a pacing deferral", err)
-			}
-			if b.calls() != 0 {
-				t.Errorf("%d requests sent", b.calls())
-			}
-		})
-	}
+		}
+		_, _, err := b.do(t, b.request(t, transport.WithLowPriority(context.Background()), http.MethodGet, "/repos/o/r", nil))
+		var de *quota.DeferralError
+		if !errors.As(err, &de) || de.Cause != quota.CausePacing {
+			t.Fatalf("err = %v; want a pacing deferral", err)
+		}
+		if b.calls() != 0 {
+			t.Errorf("%d requests sent", b.calls())
+		}
+	})
 }

@@ -3,16 +3,12 @@ package transport_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/layoverhq/layover/quota"
 	"github.com/layoverhq/layover/store"
-	"github.com/layoverhq/layover/store/postgres"
-	"github.com/layoverhq/layover/store/postgres/pgtest"
-	"github.com/layoverhq/layover/store/sqlite"
 	"github.com/layoverhq/layover/transport"
 )
 
@@ -53,46 +49,32 @@ func (h *heldStore) RecordStates(ctx context.Context, states []quota.State) erro
 // was in flight when the rejection was observed. SQLite and PostgreSQL.
 func TestRejectionOutlivesEarlierWriteAtSameTime(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			var st store.Store
-			var err error
-			if kind == "sqlite" {
-				st, err = sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "layover.db"))
-			} else {
-				st, err = postgres.Open(t.Context(), pgtest.Schema(t))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			h := &heldStore{Store: st, release: make(chan struct{}), laterDone: make(chan struct{})}
-			b := setup(t, setupOpts{opts: transport.Options{Store: h, Mode: transport.ModeDefer}})
-			transport.OnUrgentQueued(b.tr, func() { close(h.release) })
-			ctx := context.Background()
-			reset := t0.Add(10 * time.Minute)
+	eachStore(t, func(t *testing.T, st store.Store) {
+		h := &heldStore{Store: st, release: make(chan struct{}), laterDone: make(chan struct{})}
+		b := setup(t, setupOpts{opts: transport.Options{Store: h, Mode: transport.ModeDefer}})
+		transport.OnUrgentQueued(b.tr, func() { close(h.release) })
+		ctx := context.Background()
+		reset := t0.Add(10 * time.Minute)
 
-			b.gh.SetQuota(token, "core", 5, reset)
-			if status, _, err := b.do(t, b.request(t, ctx, http.MethodGet, "/repos/o/r", nil)); err != nil || status != http.StatusOK {
-				t.Fatalf("first Do = %d, %v; want 200", status, err)
-			}
-			b.gh.SetQuota(token, "core", 0, reset) // the clock has not moved
-			if status, _, err := b.do(t, b.request(t, ctx, http.MethodGet, "/repos/o/r", nil)); err != nil || status != http.StatusForbidden {
-				t.Fatalf("second Do = %d, %v; want 403", status, err)
-			}
-			if err := b.tr.Flush(ctx); err != nil {
-				t.Fatalf("Flush: %v", err)
-			}
-			got, err := st.States(ctx, []quota.Key{b.key("core")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != 1 || !got[0].Exhausted(t0) || !got[0].ResetAt.Equal(reset) {
-				t.Fatalf("stored = %v (remaining %v); want core exhausted until %s", got, remainingOf(got), reset)
-			}
-		})
-	}
+		b.gh.SetQuota(token, "core", 5, reset)
+		if status, _, err := b.do(t, b.request(t, ctx, http.MethodGet, "/repos/o/r", nil)); err != nil || status != http.StatusOK {
+			t.Fatalf("first Do = %d, %v; want 200", status, err)
+		}
+		b.gh.SetQuota(token, "core", 0, reset) // the clock has not moved
+		if status, _, err := b.do(t, b.request(t, ctx, http.MethodGet, "/repos/o/r", nil)); err != nil || status != http.StatusForbidden {
+			t.Fatalf("second Do = %d, %v; want 403", status, err)
+		}
+		if err := b.tr.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		got, err := st.States(ctx, []quota.Key{b.key("core")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !got[0].Exhausted(t0) || !got[0].ResetAt.Equal(reset) {
+			t.Fatalf("stored = %v (remaining %v); want core exhausted until %s", got, remainingOf(got), reset)
+		}
+	})
 }
 
 func remainingOf(states []quota.State) []int64 {

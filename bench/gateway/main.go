@@ -204,15 +204,22 @@ func post(ctx context.Context, url string) (*http.Response, error) {
 	return client.Do(req)
 }
 
-func call(url string) {
+// call sends one request, reads its answer whole and returns its status;
+// a request that fails is what ends the run, as what.
+func call(url, what string) int {
 	resp, err := post(context.Background(), url)
 	if err != nil {
-		benchkit.Fail("request: %v", err)
+		benchkit.Fail("%s: %v", what, err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		benchkit.Fail("request: status %d", resp.StatusCode)
+	return resp.StatusCode
+}
+
+// callOK is call of a request that must be answered 200.
+func callOK(url string) {
+	if status := call(url, "request"); status != 200 {
+		benchkit.Fail("request: status %d", status)
 	}
 }
 
@@ -220,12 +227,12 @@ func call(url string) {
 func latency(base string, n int) (time.Duration, time.Duration) {
 	url := base + "/v1/messages"
 	for range 100 {
-		call(url)
+		callOK(url)
 	}
 	ds := make([]time.Duration, n)
 	for i := range n {
 		t := time.Now()
-		call(url)
+		callOK(url)
 		ds[i] = time.Since(t)
 	}
 	slices.Sort(ds)
@@ -264,7 +271,7 @@ func throughput(base string, conc int, dur time.Duration) float64 {
 	for range conc {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
-				call(url)
+				callOK(url)
 				n.Add(1)
 			}
 		})
@@ -348,26 +355,15 @@ func exhaustedKey() (before, firstSecond, total int, statuses map[int]int) {
 	}
 	defer g.Close()
 	url := serve(g) + "/anthropic/v1/messages"
-	resp, err := post(context.Background(), url)
-	if err != nil {
-		benchkit.Fail("first call: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 429 {
-		benchkit.Fail("first call: status %d, want the upstream's 429", resp.StatusCode)
+	if status := call(url, "first call"); status != 429 {
+		benchkit.Fail("first call: status %d, want the upstream's 429", status)
 	}
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			resp, err := post(context.Background(), url)
-			if err != nil {
-				benchkit.Fail("held call: %v", err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			status := call(url, "held call")
 			mu.Lock()
-			statuses[resp.StatusCode]++
+			statuses[status]++
 			mu.Unlock()
 		})
 	}
